@@ -1,0 +1,1 @@
+"""The grading engine: sandboxed child processes, correctness checks, timing and scoring."""
