@@ -1,0 +1,6 @@
+// kernel: naive
+// expect: incorrect
+// Launches, returns at once, writes nothing: the poisoned (NaN) output stays as it was.
+extern "C" __global__ void transpose_naive(float* out, const float* in, int rows, int cols)
+{
+}
