@@ -1,0 +1,122 @@
+"""The perf grader's parent side on a machine without a GPU: refusal, child limits, the child's own timer."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import graders.timing
+from graders import gpu
+from graders.gpu import NO_GPU_EXIT, NeedsGPUWorker
+from graders.kernel_spec import ROOT, load_spec
+from graders.perf_grade import check_compiles, grade_kernel, report, result_from_child, score
+from graders.sandbox import ChildResult, run_child
+
+FAKE = "fake_perf_child"
+FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent / "perf_fakes"), str(ROOT)])}
+NAIVE = (ROOT / "solutions/transpose/naive.cu").read_text()
+SPEC = load_spec("transpose")
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("KERNEL_WORKSHOP_GPU", "0")
+    gpu.detect_gpu.cache_clear()
+    yield
+    gpu.detect_gpu.cache_clear()
+
+
+def test_detect_gpu_finds_none_on_a_cpu_machine():
+    gpu.detect_gpu.cache_clear()
+    if gpu.detect_gpu() is not None:
+        pytest.skip("this machine has a GPU")
+    assert gpu.detect_gpu() is None
+
+
+def test_grading_without_a_gpu_stops_with_a_clear_message(no_gpu):
+    with pytest.raises(NeedsGPUWorker, match="needs a GPU worker"):
+        grade_kernel("transpose", "naive", NAIVE)
+    with pytest.raises(NeedsGPUWorker, match="needs a GPU worker"):
+        score("transpose", "naive", NAIVE)
+
+
+def test_autograding_without_a_gpu_ends_the_notebook_kernel_instead_of_scoring_zero():
+    code = ("from graders.perf_grade import score\n"
+            "print('points', score('transpose', 'naive', 'irrelevant'))\n")
+    env = {**os.environ, "KERNEL_WORKSHOP_GPU": "0", "NBGRADER_EXECUTION": "autograde", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == NO_GPU_EXIT
+    assert "needs a GPU worker" in done.stdout and "points" not in done.stdout
+    assert done.stderr == ""
+
+
+def test_require_gpu_command_fails_without_a_gpu():
+    env = {**os.environ, "KERNEL_WORKSHOP_GPU": "0"}
+    done = subprocess.run([sys.executable, "-m", "graders.gpu", "--require"], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == NO_GPU_EXIT and "needs a GPU worker" in done.stderr
+
+
+def test_students_can_compile_check_without_a_gpu(no_gpu, capsys):
+    resources = check_compiles("transpose", "naive", NAIVE)
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "transpose_naive compiles for sm_90" in out and "checked on the GPU worker" in out
+    assert resources["transpose_naive"]["registers"] > 0
+
+
+def test_hanging_child_is_stopped_within_its_limit():
+    start = time.monotonic()
+    result = run_child(FAKE, {"mode": "hang"}, timeout_s=2, env=FAKE_ENV)
+    assert result.status == "timeout" and time.monotonic() - start < 10
+
+
+def test_crashing_child_is_reported():
+    result = run_child(FAKE, {"mode": "crash"}, timeout_s=30, env=FAKE_ENV)
+    assert result.status == "crashed" and "SIGABRT" in result.message
+
+
+@pytest.mark.parametrize("child, status, words", [
+    (ChildResult("timeout", seconds=12.0), "timeout", "did not finish within 12 s"),
+    (ChildResult("crashed", message="the grading process was killed by SIGSEGV"), "crashed", "SIGSEGV"),
+    (ChildResult("ok", answer={"error": "KeyError: 'x'", "traceback": "..."}), "grader_error", "KeyError"),
+    (ChildResult("ok", answer={"status": "incorrect", "message": "3 values wrong"}), "incorrect", "3 values"),
+])
+def test_failures_score_zero(child, status, words):
+    result = result_from_child(child, SPEC, SPEC.kernel("padded"), limit_s=12.0)
+    assert result["status"] == status and words in result["message"]
+    assert result["score"]["total"] == 0 and result["score"]["max"] == 3
+
+
+def fake_ok_answer(ratio: float) -> dict:
+    stats = {"median_s": 1e-3, "mean_s": 1e-3, "rse": 0.001, "samples": 50, "reps": 1, "converged": True}
+    return {"status": "ok", "message": "", "timing": {
+        "ratio": ratio, "work_unit": "B",
+        "kernel": stats | {"throughput": 5.0e11}, "baseline": stats | {"throughput": 4.0e12, "name": "copy"}},
+        "compile": {"resources": {"transpose_padded": {"registers": 30, "shared_bytes": 4224, "stack_bytes": 0,
+                                                        "spill_stores": 0, "spill_loads": 0}}}}
+
+
+def test_correct_kernel_scores_on_its_ratio_and_the_report_says_so():
+    result = result_from_child(ChildResult("ok", answer=fake_ok_answer(0.65)), SPEC, SPEC.kernel("padded"), 10)
+    assert result["score"]["total"] == pytest.approx(1 + 2 * 0.5)
+    text = report(result)
+    assert "ratio 0.650" in text and "points: 2.00 / 3" in text and "30 registers" in text
+
+
+def test_parent_side_patches_do_not_reach_the_childs_timer(monkeypatch):
+    """The child is a fresh interpreter: patching the timer, the clock or torch's events here changes nothing."""
+    import torch
+    monkeypatch.setattr(graders.timing, "run_until_stable", lambda *a, **k: {"sleep": None})
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(torch.cuda, "Event", object)
+    result = run_child(FAKE, {"mode": "time", "sleep_s": 0.02}, timeout_s=60, env=FAKE_ENV)
+    assert result.ok, result.message + result.stderr
+    assert 0.018 < result.answer["median_s"] < 0.2 and result.answer["samples"] >= 5
+
+
+def test_handler_exception_is_an_answer_not_a_crash():
+    result = run_child(FAKE, {"mode": "raise"}, timeout_s=30, env=FAKE_ENV)
+    assert result.ok and "the handler broke" in result.answer["error"]
