@@ -136,18 +136,16 @@ def guard_damage(buffer) -> str:
     """'' if both guard regions of ``buffer`` still hold canaries, else where they were overwritten."""
     import torch
     words = buffer.view(torch.int32)
-    before, after = words[:GUARD_ELEMENTS], words[-GUARD_ELEMENTS:]
-    bad_before = (before != CANARY).nonzero()
-    bad_after = (after != CANARY).nonzero()
-    if not len(bad_before) and not len(bad_after):
-        return ""
+    n = words.numel() - 2 * GUARD_ELEMENTS
+    bad_before = (words[:GUARD_ELEMENTS] != CANARY).nonzero().flatten()
+    bad_after = (words[-GUARD_ELEMENTS:] != CANARY).nonzero().flatten()
     parts = []
     if len(bad_after):
-        parts.append(f"{len(bad_after)} value(s) past the end (the first {int(bad_after[0]) + 1} element(s) "
-                     "after it)")
+        parts.append(f"{len(bad_after)} value(s) after the end of the output (the first at flat index "
+                     f"{n + int(bad_after[0])} of an output of {n} elements)")
     if len(bad_before):
-        parts.append(f"{len(bad_before)} value(s) before the start (the farthest "
-                     f"{GUARD_ELEMENTS - int(bad_before[0])} element(s) before it)")
+        parts.append(f"{len(bad_before)} value(s) before its start (the nearest at flat index "
+                     f"{int(bad_before[-1]) - GUARD_ELEMENTS})")
     return "; ".join(parts)
 
 

@@ -6,8 +6,9 @@ launches the subject ``reps`` times between two events (``reps`` chosen in warm-
 least ``min_sample_s``: short kernels are not dominated by launch gaps and event resolution) rotating
 through several input sets, and then synchronizes the whole device, so nothing a sample started is still
 running when the next one begins. `run_until_stable` interleaves the subjects round by round (clock drift
-hits both alike) until each one's relative standard error of the mean is below ``rse_target`` (1%) with at
-least ``min_samples`` samples, or the time budget is spent; the median is what is reported.
+hits both alike) until each one's relative standard error of the mean is below ``rse_target`` (1%), with at
+least ``min_samples`` samples and ``min_time_s`` of sampling (many samples make the median steady from one
+grading to the next), or until the time budget is spent; the median is what is reported.
 
 `environment` records the GPU, its clocks (NVML, else nvidia-smi), driver, CUDA and library versions; it
 goes with every result.
@@ -45,11 +46,12 @@ def rse(values: list[float]) -> float:
 
 
 def run_until_stable(sample: Callable[[str], float], subjects: list[str], *, budget_s: float,
-                     rse_target: float = 0.01, min_samples: int = 10, max_samples: int = 5000,
-                     reps: dict[str, int] | None = None) -> dict[str, Stats]:
+                     rse_target: float = 0.01, min_samples: int = 10, min_time_s: float = 0.0,
+                     max_samples: int = 5000, reps: dict[str, int] | None = None) -> dict[str, Stats]:
     """Call ``sample(subject)`` (seconds per launch) round-robin until every subject's mean is stable."""
     times: dict[str, list[float]] = {s: [] for s in subjects}
-    deadline = time.monotonic() + budget_s
+    start = time.monotonic()
+    deadline = start + budget_s
 
     def stable(s: str) -> bool:
         return len(times[s]) >= min_samples and rse(times[s]) <= rse_target
@@ -58,7 +60,7 @@ def run_until_stable(sample: Callable[[str], float], subjects: list[str], *, bud
         for s in subjects:
             times[s].append(sample(s))
         n = len(times[subjects[0]])
-        if all(stable(s) for s in subjects) or n >= max_samples:
+        if n >= max_samples or (all(stable(s) for s in subjects) and time.monotonic() - start >= min_time_s):
             break
         if time.monotonic() >= deadline and n >= 3:
             break
@@ -110,9 +112,10 @@ class CudaTimer:
         with self.torch.cuda.stream(self.stream):
             return self._sample(name, self.reps[name])
 
-    def measure(self, budget_s: float, rse_target: float = 0.01, min_samples: int = 10) -> dict[str, Stats]:
+    def measure(self, budget_s: float, rse_target: float = 0.01, min_samples: int = 20,
+                min_time_s: float = 1.0) -> dict[str, Stats]:
         return run_until_stable(self.sample, list(self.subjects), budget_s=budget_s, rse_target=rse_target,
-                                min_samples=min_samples, reps=self.reps)
+                                min_samples=min_samples, min_time_s=min(min_time_s, budget_s), reps=self.reps)
 
 
 def l2_cache_bytes() -> int:

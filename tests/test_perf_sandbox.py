@@ -120,3 +120,40 @@ def test_parent_side_patches_do_not_reach_the_childs_timer(monkeypatch):
 def test_handler_exception_is_an_answer_not_a_crash():
     result = run_child(FAKE, {"mode": "raise"}, timeout_s=30, env=FAKE_ENV)
     assert result.ok and "the handler broke" in result.answer["error"]
+
+
+def test_timing_stops_when_stable_and_reports_the_median():
+    from graders.timing import run_until_stable
+    values = iter([1.0, 1.01, 0.99] * 100)
+    stats = run_until_stable(lambda _s: next(values), ["k"], budget_s=60, min_samples=9)
+    assert stats["k"].converged and stats["k"].samples == 9 and stats["k"].median_s == 1.0
+
+
+def test_timing_gives_up_on_noise_when_the_budget_is_spent():
+    import random
+
+    from graders.timing import run_until_stable
+    noisy = random.Random(0)
+    stats = run_until_stable(lambda _s: noisy.choice([1e-3, 1.0]), ["a", "b"], budget_s=0.05, min_samples=5,
+                             rse_target=1e-6)
+    assert not stats["a"].converged and stats["a"].samples == stats["b"].samples >= 3
+
+
+def test_guard_regions_and_mismatches_are_described():
+    import torch
+
+    from graders.perf_child import CANARY, GUARD_ELEMENTS, guard_damage, mismatch
+    buffer = torch.empty(12 + 2 * GUARD_ELEMENTS, dtype=torch.float32)
+    buffer.view(torch.int32).fill_(CANARY)
+    assert guard_damage(buffer) == ""
+    buffer[GUARD_ELEMENTS + 12 + 7] = 0.0
+    buffer[GUARD_ELEMENTS - 2] = 0.0
+    damage = guard_damage(buffer)
+    assert "after the end of the output (the first at flat index 19 of an output of 12" in damage
+    assert "before its start (the nearest at flat index -2)" in damage
+    expected = torch.arange(12, dtype=torch.float32).view(3, 4)
+    out = expected.clone()
+    out[2, 1] = float("nan")
+    assert mismatch(expected.clone(), expected, 0.0) == ""
+    assert mismatch(out, expected, 0.0) == ("1 of 12 values wrong; first at out[2][1]: expected 9, got nan "
+                                            "(NaN: your kernel never wrote it)")

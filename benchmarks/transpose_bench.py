@@ -1,0 +1,150 @@
+"""Benchmark the transpose ladder's reference kernels with the grader itself, on a GPU worker.
+
+    python3 benchmarks/transpose_bench.py [--out DIR] [--budget-s 5]
+
+Grades every reference kernel (each in its own child, exactly as a submission is graded), the "best"
+reference at a few geometries, and, where ``ncu`` exists, counts shared-memory bank conflicts of the tiled
+and padded kernels. Prints a table and writes ``benchmarks/results/transpose-<date>.json`` (and a copy in
+``--out``): GPU, date, versions, clocks, D2D copy GB/s, each kernel's GB/s, ratio, score and a suggested
+target (95% of the measured ratio) for the spec.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from graders.gpu import detect_gpu  # noqa: E402
+from graders.kernel_spec import load_spec  # noqa: E402
+from graders.perf_grade import grade_kernel  # noqa: E402
+
+NCU_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+NCU_KERNELS = ("tiled", "padded")
+NCU_SHAPE = (4096, 4096)
+BEST_GEOMETRIES = [((32, 8), (32, 32)), ((32, 16), (32, 32)), ((32, 8), (64, 64)), ((32, 32), (32, 32))]
+
+
+def summarize(result: dict) -> dict:
+    row = {"status": result["status"], "message": result["message"], "score": result["score"],
+           "geometry": result.get("geometry"), "compile": result.get("compile", {}).get("resources")}
+    timing = result.get("timing")
+    if timing:
+        row |= {"kernel_gbps": timing["kernel"]["throughput"] / 1e9,
+                "copy_gbps": timing["baseline"]["throughput"] / 1e9,
+                "ratio": timing["ratio"], "suggested_target": round(0.95 * timing["ratio"], 3),
+                "kernel_ms": timing["kernel"]["median_s"] * 1e3, "rse": timing["kernel"]["rse"],
+                "samples": timing["kernel"]["samples"], "shape": timing["shape"]}
+    return row
+
+
+def ncu_launch() -> None:
+    """Run under ncu: launch the tiled and padded references once each at NCU_SHAPE."""
+    import torch
+    from graders.perf_child import Harness
+    from graders.problems import PROBLEMS
+    spec = load_spec("transpose")
+    for kid in NCU_KERNELS:
+        kernel = spec.kernel(kid)
+        harness = Harness(PROBLEMS[kernel.kind], kernel.geometry, 0.25, seed=1)
+        harness.load(kernel.reference.read_text(), kernel.function)
+        _, out = harness.output(NCU_SHAPE)
+        harness.launch(out, harness.inputs(NCU_SHAPE), NCU_SHAPE)
+        torch.cuda.synchronize()
+
+
+def ncu_bank_conflicts() -> dict:
+    ncu = shutil.which("ncu")
+    if not ncu:
+        return {"skipped": "ncu not found on this machine"}
+    spec = load_spec("transpose")
+    names = "|".join(spec.kernel(k).function for k in NCU_KERNELS)
+    cmd = [ncu, "--clock-control", "none", "--metrics", NCU_METRIC, "--csv", "-k", f"regex:^({names})$",
+           sys.executable, str(Path(__file__).resolve()), "--ncu-launch"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"skipped": "ncu timed out"}
+    found = parse_ncu_csv(done.stdout)
+    if not found:
+        return {"skipped": f"ncu gave no {NCU_METRIC} (exit {done.returncode})",
+                "output_tail": (done.stdout + done.stderr)[-2000:]}
+    return {"metric": NCU_METRIC, "shape": list(NCU_SHAPE), "command": " ".join(cmd[:8]),
+            "conflicts": found}
+
+
+def parse_ncu_csv(text: str) -> dict[str, int]:
+    """Kernel name -> NCU_METRIC from ``ncu --csv`` output (its ==PROF== lines skipped)."""
+    rows = csv.DictReader(line for line in text.splitlines() if line.startswith('"'))
+    return {r["Kernel Name"]: int(float(r["Metric Value"].replace(",", "")))
+            for r in rows if r.get("Metric Name") == NCU_METRIC}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--budget-s", type=float, default=5.0, help="timing budget per kernel")
+    parser.add_argument("--ncu-launch", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.ncu_launch:
+        ncu_launch()
+        return 0
+    gpu = detect_gpu()
+    if gpu is None:
+        print("transpose_bench: no CUDA GPU here; run it on a GPU worker")
+        return 3
+    spec = load_spec("transpose")
+    kernels, environment = {}, None
+    for kid, kernel in spec.kernels.items():
+        result = grade_kernel("transpose", kid, kernel.reference.read_text(), budget_s=args.budget_s)
+        kernels[kid] = summarize(result)
+        environment = environment or result.get("environment")
+    best = spec.kernel("best")
+    best_geometries = []
+    for block, tile in BEST_GEOMETRIES:
+        result = grade_kernel("transpose", "best", best.reference.read_text(), block=block, tile=tile,
+                              budget_s=args.budget_s)
+        best_geometries.append(summarize(result))
+    copy_gbps = kernels["copy"].get("copy_gbps")
+    record = {"gpu": gpu.name, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment,
+              "targets_in_spec": spec.targets, "copy_gbps": copy_gbps, "kernels": kernels,
+              "best_geometries": best_geometries, "ncu": ncu_bank_conflicts()}
+    name = f"transpose-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    for folder in [ROOT / "benchmarks/results", args.out]:
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(json.dumps(record, indent=2))
+    print(table(record))
+    print(f"wrote benchmarks/results/{name}")
+    return 0 if all(k["status"] == "ok" for k in kernels.values()) else 1
+
+
+def table(record: dict) -> str:
+    lines = [f"{record['gpu']}  D2D copy {record['copy_gbps'] or 0:.0f} GB/s  (targets in spec: "
+             f"{record['targets_in_spec']})",
+             f"{'kernel':<22}{'status':<10}{'GB/s':>8}{'ratio':>8}{'ms':>9}{'rse':>8}{'points':>9}{'sugg.':>8}"]
+    rows = [(kid, r) for kid, r in record["kernels"].items()]
+    rows += [(f"best {g['geometry']['block']}/{g['geometry']['tile']}".replace(" ", ""), g)
+             for g in record["best_geometries"] if g.get("geometry")]
+    for name, r in rows:
+        if "ratio" in r:
+            lines.append(f"{name:<22}{r['status']:<10}{r['kernel_gbps']:>8.0f}{r['ratio']:>8.3f}"
+                         f"{r['kernel_ms']:>9.4f}{r['rse']:>8.4f}{r['score']['total']:>9.2f}"
+                         f"{r['suggested_target']:>8.3f}")
+        else:
+            lines.append(f"{name:<22}{r['status']:<10}  {r['message'][:60]}")
+    ncu = record["ncu"]
+    lines.append("ncu bank conflicts (shared loads, 4096x4096): " + (
+        ", ".join(f"{k} {v:,}" for k, v in ncu["conflicts"].items()) if "conflicts" in ncu else ncu["skipped"]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
