@@ -1,0 +1,142 @@
+"""Notebook-facing puzzle grading: ``check`` (the student's self-check), ``grade_correctness`` and
+``grade_limits`` (nbgrader's hidden test cells).
+
+Each call sends the kernel's source to a fresh child process (see `graders.sandbox`) with a wall-clock
+limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A failed hidden test
+raises `PuzzleFailed` with a message the student can act on; nbgrader scores the cell 0. A passed one
+prints to stdout only: nbgrader gives 0 to a test cell with *any* stderr output, and nothing from the
+child (numba-cuda's warnings on a real GPU among it) reaches this process's stderr.
+
+Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
+simulator; ``sim`` does both in one simulator child. ``WORKSHOP_TARGET`` forces one; by default the GPU is
+used when numba-cuda finds one and ``NUMBA_ENABLE_CUDASIM`` is not set.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+import puzzles
+from graders.kernel_source import KernelSourceError, kernel_source
+from graders.sandbox import run_child
+
+PUBLIC_SEED = 2024          # public checks use fixed inputs; hidden tests draw fresh ones every run
+SIM_MEMORY_BYTES = 4 << 30  # address-space cap of a simulator child
+
+
+class PuzzleFailed(AssertionError):
+    """A puzzle's hidden test failed; the message says why."""
+
+
+@dataclass
+class Run:
+    """What one child reported about one kernel on one set of cases."""
+
+    target: str
+    correct: bool
+    message: str
+    violations: list[str]
+    cases: int
+
+
+def timeout_s() -> float:
+    return float(os.environ.get("WORKSHOP_KERNEL_TIMEOUT", "30"))
+
+
+@functools.cache
+def target() -> str:
+    forced = os.environ.get("WORKSHOP_TARGET")
+    if forced in ("sim", "gpu"):
+        return forced
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return "sim"
+    from numba import cuda
+    return "gpu" if cuda.is_available() else "sim"
+
+
+def target_name(t: str) -> str:
+    return "the GPU" if t == "gpu" else "the simulator"
+
+
+_runs: dict[tuple, Run] = {}
+
+
+def _run(puzzle_id: str, kernel, mode: str, on: str) -> Run:
+    puzzle = puzzles.get(puzzle_id)
+    try:
+        source, name = kernel_source(kernel)
+    except KernelSourceError as exc:
+        return Run(on, False, str(exc), [], 0)
+    key = (puzzle_id, source, name, mode, on)
+    if key in _runs:
+        return _runs[key]
+    seed = PUBLIC_SEED if mode == "public" else int.from_bytes(os.urandom(8), "little")
+    request = {"puzzle": puzzle.id, "source": source, "kernel_name": name, "mode": mode, "seed": seed,
+               "target": on}
+    result = run_child(
+        "graders.puzzle_child", request, timeout_s=timeout_s(),
+        memory_bytes=SIM_MEMORY_BYTES if on == "sim" else None,
+        env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"},
+    )
+    if not result.ok:
+        run = Run(on, False, f"the kernel was {result.status}: {result.message}", [], 0)
+    elif "error" in result.answer and not result.answer.get("cases"):
+        run = Run(on, False, result.answer["error"], [], 0)
+    else:
+        cases = result.answer["cases"]
+        failed = [c for c in cases if not c["correct"]]
+        message = f"case {failed[0]['case']}: {failed[0]['message']}" if failed else ""
+        violations = [v for c in cases for v in c["violations"]]
+        run = Run(on, not failed, message, violations, len(cases))
+    _runs[key] = run
+    return run
+
+
+def _limits_run(puzzle_id: str, kernel, mode: str) -> Run:
+    """Access counts always come from the simulator, also on a GPU worker."""
+    return _run(puzzle_id, kernel, mode, "sim")
+
+
+def grade_correctness(puzzle_id: str, kernel) -> None:
+    """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`."""
+    run = _run(puzzle_id, kernel, "hidden", target())
+    if not run.correct:
+        raise PuzzleFailed(f"{puzzle_id}: {run.message}")
+    print(f"{puzzle_id}: correct on {run.cases} hidden cases, run on {target_name(run.target)}")
+
+
+def grade_limits(puzzle_id: str, kernel) -> None:
+    """Hidden test: a correct kernel within the puzzle's access limits, or `PuzzleFailed`."""
+    run = _limits_run(puzzle_id, kernel, "hidden")
+    if not run.correct:
+        raise PuzzleFailed(f"{puzzle_id}: access limits are graded once the kernel is correct: {run.message}")
+    if run.violations:
+        raise PuzzleFailed(f"{puzzle_id}: over the access limits: " + "; ".join(run.violations))
+    print(f"{puzzle_id}: within the access limits ({puzzles.get(puzzle_id).limits.describe()})")
+
+
+def check(puzzle_id: str, kernel) -> bool:
+    """The student's self-check on the public cases: prints the same messages as the hidden tests.
+
+    Skipped while nbgrader autogrades (it sets ``NBGRADER_EXECUTION=autograde``): the hidden tests grade.
+    """
+    puzzle = puzzles.get(puzzle_id)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        print(f"{puzzle.title}: self-check skipped while autograding; the hidden tests below grade it.")
+        return True
+    run = _run(puzzle_id, kernel, "public", target())
+    if not run.correct:
+        print(f"✗ {puzzle.title}: {run.message}")
+        return False
+    limits = run if run.target == "sim" else _limits_run(puzzle_id, kernel, "public")
+    print(f"✓ {puzzle.title}: correct on the {run.cases} public case(s) ({target_name(run.target)})")
+    if not limits.correct:
+        print(f"✗ access limits could not be counted in the simulator: {limits.message}")
+        return False
+    if limits.violations:
+        print("✗ access limits: " + "; ".join(limits.violations))
+        return False
+    print(f"✓ access limits: {puzzle.limits.describe()}")
+    print("  Hidden tests use fresh random inputs and more sizes.")
+    return True

@@ -1,0 +1,92 @@
+"""What a puzzle is: a statement, a numpy reference, the launches the grader makes, and access limits.
+
+The grader, never the student, allocates the arrays and launches the kernel, always as
+``kernel[blocks, threads](out, *inputs, *scalars)``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One launch of the student's kernel: input shapes, output shape, geometry and scalar arguments."""
+
+    inputs: tuple[Shape, ...]
+    out: Shape
+    blocks: Shape
+    threads: Shape
+    scalars: tuple[int, ...]
+
+    def describe(self) -> str:
+        shapes = ", ".join("×".join(map(str, s)) for s in self.inputs)
+        return (f"inputs {shapes}, {_dims(self.blocks)} block(s) of {_dims(self.threads)} threads"
+                f", scalars {self.scalars}")
+
+
+def _dims(d: Shape) -> str:
+    return "×".join(map(str, d))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Global-memory access limits, counted per thread (and per block) while the kernel runs.
+
+    ``reads`` may depend on the case (a tiled matmul reads two values per tile).
+    """
+
+    reads: int | Callable[[Case], int]
+    writes: int = 1
+    block_writes: int | None = None
+    shared_memory: bool = False
+
+    def max_reads(self, case: Case) -> int:
+        return self.reads(case) if callable(self.reads) else self.reads
+
+    def describe(self) -> str:
+        reads = "reads as stated" if callable(self.reads) else f"at most {self.reads} global read(s)"
+        parts = [f"{reads} and {self.writes} global write(s) per thread"]
+        if self.block_writes is not None:
+            parts.append(f"{self.block_writes} global write(s) per block")
+        if self.shared_memory:
+            parts.append("shared memory used")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """A puzzle: ``cases(size)`` maps a size to a launch; public and hidden lists give the sizes graded."""
+
+    number: int
+    id: str
+    title: str
+    statement: str
+    kernel_name: str
+    reference: Callable[..., np.ndarray]
+    case: Callable[..., Case]
+    public_sizes: tuple = ()
+    hidden_sizes: tuple = ()
+    limits: Limits = field(default_factory=lambda: Limits(reads=1))
+
+    def cases(self, mode: str) -> list[Case]:
+        sizes = self.public_sizes if mode == "public" else self.hidden_sizes
+        return [self.case(*s) if isinstance(s, tuple) else self.case(s) for s in sizes]
+
+    def make_inputs(self, case: Case, rng: np.random.Generator) -> list[np.ndarray]:
+        """Small integers stored as float32: sums and products stay exact, so any error is a bug."""
+        return [rng.integers(-9, 10, size=shape).astype(np.float32) for shape in case.inputs]
+
+    def expected(self, case: Case, inputs: list[np.ndarray]) -> np.ndarray:
+        out = np.asarray(self.reference(*inputs, *case.scalars), dtype=np.float64)
+        assert out.shape == case.out, f"{self.id}: reference gave {out.shape}, case says {case.out}"
+        return out
+
+
+def blocks_for(n: int, per_block: int) -> int:
+    return math.ceil(n / per_block)

@@ -1,0 +1,85 @@
+"""``workshop demo``: the course flow end to end on the puzzles track, in a scratch course directory.
+
+Release the assignment, submit three notebooks (the reference solutions, the untouched stub, and one with a
+wrong kernel in Zip and an access-limit violation in Pooling), autograde them with nbgrader, export
+grades.csv and print a per-student summary. Uses the GPU when numba-cuda finds one, else the simulator.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+
+from gradebook.summary import cell_scores, failure_messages, student_table
+from workshop import course as nbg
+from workshop import submissions
+
+ASSIGNMENT = "puzzles"
+STUDENTS = [
+    ("reference", "Ada", "Reference", submissions.reference_answers),
+    ("stub", "Sam", "Stub", dict),
+    ("mistakes", "Mo", "Mistakes", lambda: submissions.wrong_answers("zip_subtracts", "pooling_global_reads")),
+]
+
+
+def _step(n: int, text: str) -> None:
+    print(f"[{n}/5] {text}", flush=True)
+
+
+def _choose_target() -> str:
+    from graders.puzzle_grade import target, target_name
+    t = target()
+    if t == "sim":
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"   # the notebook kernels too
+        print("No GPU found: kernels run in numba-cuda's simulator on the CPU.")
+    else:
+        from numba import cuda
+        print(f"GPU found ({cuda.get_current_device().name.decode()}): correctness runs on {target_name(t)}, "
+              "access limits are counted in the simulator.")
+    return t
+
+
+def run_demo(dest: Path | None = None) -> int:
+    course = (dest or Path(tempfile.mkdtemp(prefix="workshop-demo-"))).resolve()
+    print(f"Course directory: {course}")
+    _choose_target()
+
+    _step(1, f"nbgrader generate_assignment {ASSIGNMENT}")
+    nbg.make_course(course, [ASSIGNMENT])
+    nbg.nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    release = nbformat.read(str(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+
+    _step(2, "three students submit")
+    for student, first, last, answers in STUDENTS:
+        nbg.add_student(course, student, first, last)
+        submissions.write(course, student, ASSIGNMENT, submissions.fill(release, answers()))
+        print(f"      submitted/{student}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+
+    _step(3, f"nbgrader autograde {ASSIGNMENT}, one student at a time")
+    for student, *_ in STUDENTS:
+        start = time.monotonic()
+        nbg.nbgrader(course, "autograde", ASSIGNMENT, f"--student={student}", "--force")
+        print(f"      {student}: graded in {time.monotonic() - start:.1f} s", flush=True)
+
+    _step(4, "nbgrader export -> grades.csv")
+    nbg.nbgrader(course, "export", "--to=grades.csv")
+    grades = pd.read_csv(course / "grades.csv")
+    print(grades[["student_id", "raw_score", "max_score"]].to_string(index=False))
+
+    _step(5, "summary from the gradebook")
+    table = student_table(cell_scores(f"sqlite:///{course / 'gradebook.db'}", ASSIGNMENT))
+    for student, *_ in STUDENTS:
+        row = table.loc[student]
+        print(f"  {student}: {row['total']:g} / {row['max']:g}")
+        autograded = course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        messages = failure_messages(autograded)
+        if student != "stub":   # the stub fails every test; one line says it
+            for grade_id, message in messages.items():
+                print(f"      {grade_id}: {message[:160]}")
+        elif messages:
+            print(f"      {len(messages)} test cells failed (nothing attempted)")
+    return 0
