@@ -99,3 +99,25 @@ def test_student_geometry_only_where_allowed():
         resolve_geometry(spec.kernel("best"), (32, 8), (48, 36))
     with pytest.raises(SpecError, match="pairs of ints"):
         resolve_geometry(spec.kernel("best"), (32, 8, 1), None)
+
+
+def test_notebook_cells_match_the_spec(capsys):
+    import json
+
+    from graders.kernel_spec import ROOT
+    from graders.perf_grade import check_compiles
+    cells = json.loads((ROOT / "assignments/transpose/transpose.ipynb").read_text())["cells"]
+    by_id = {c["metadata"]["nbgrader"]["grade_id"]: c for c in cells if "nbgrader" in c["metadata"]}
+    spec = load_spec("transpose")
+    namespace: dict = {}
+    for kid, kernel in spec.kernels.items():
+        solution = "".join(by_id[kid]["source"])
+        assert by_id[kid]["metadata"]["nbgrader"]["solution"] and "### BEGIN SOLUTION" in solution
+        test = by_id[f"{kid}_score"]["metadata"]["nbgrader"]
+        assert test["grade"] and test["points"] == kernel.points
+        assert "### BEGIN HIDDEN TESTS" in "".join(by_id[f"{kid}_score"]["source"])
+        exec(solution.replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION\n", ""), namespace)
+        check_compiles("transpose", kid, namespace[f"{kid}_src"],
+                       **({"block": namespace["best_block"], "tile": namespace["best_tile"]}
+                          if kernel.student_geometry else {}))
+    assert capsys.readouterr().err == ""
