@@ -12,6 +12,11 @@ import textwrap
 import types
 
 
+# What a kernel cell may use without importing it itself (its decorator line needs ``cuda``).
+_PRELUDE = {"cuda": "from numba import cuda", "numba": "import numba", "math": "import math",
+            "np": "import numpy as np"}
+
+
 class KernelSourceError(Exception):
     """The kernel cannot be sent to the grader (not a kernel, or it depends on something unsendable)."""
 
@@ -22,7 +27,7 @@ def kernel_source(kernel) -> tuple[str, str]:
     if not isinstance(fn, types.FunctionType):
         raise KernelSourceError(
             f"expected a kernel decorated with @cuda.jit, got {type(kernel).__name__}")
-    header: dict[str, str] = {}
+    header: dict[str, str] = dict(_PRELUDE)
     bodies: dict[str, str] = {}
     _collect(fn, header, bodies)
     return "\n".join(header.values()) + "\n\n" + "\n\n".join(bodies.values()) + "\n", fn.__name__

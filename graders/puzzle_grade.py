@@ -9,7 +9,7 @@ child (numba-cuda's warnings on a real GPU among it) reaches this process's stde
 
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
 simulator; ``sim`` does both in one simulator child. ``WORKSHOP_TARGET`` forces one; by default the GPU is
-used when numba-cuda finds one and ``NUMBA_ENABLE_CUDASIM`` is not set.
+used when one is found (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` is not set.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 
 import puzzles
+from graders.gpu import detect_gpu
 from graders.kernel_source import KernelSourceError, kernel_source
 from graders.sandbox import run_child
 
@@ -51,8 +52,7 @@ def target() -> str:
         return forced
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return "sim"
-    from numba import cuda
-    return "gpu" if cuda.is_available() else "sim"
+    return "gpu" if detect_gpu() is not None else "sim"
 
 
 def target_name(t: str) -> str:

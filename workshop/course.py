@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -36,3 +37,17 @@ def make_course(dest: Path, assignments: list[str]) -> Path:
 
 def add_student(course: Path, student: str, first: str, last: str) -> None:
     nbgrader(course, "db", "student", "add", student, f"--first-name={first}", f"--last-name={last}")
+
+
+def release(course: Path, assignment: str):
+    """``nbgrader generate_assignment``; returns the released (student) notebook."""
+    import nbformat
+    nbgrader(course, "generate_assignment", assignment, "--force")
+    return nbformat.read(str(course / "release" / assignment / f"{assignment}.ipynb"), as_version=4)
+
+
+def autograde(course: Path, assignment: str, student: str) -> float:
+    """``nbgrader autograde`` one student's submission; returns the seconds it took."""
+    start = time.monotonic()
+    nbgrader(course, "autograde", assignment, f"--student={student}", "--force")
+    return time.monotonic() - start

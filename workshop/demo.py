@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 
 from gradebook.summary import cell_scores, failure_messages, student_table
@@ -31,14 +29,14 @@ def _step(n: int, text: str) -> None:
 
 
 def _choose_target() -> str:
-    from graders.puzzle_grade import target, target_name
+    from graders.gpu import detect_gpu
+    from graders.puzzle_grade import target
     t = target()
     if t == "sim":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"   # the notebook kernels too
         print("No GPU found: kernels run in numba-cuda's simulator on the CPU.")
     else:
-        from numba import cuda
-        print(f"GPU found ({cuda.get_current_device().name.decode()}): correctness runs on {target_name(t)}, "
+        print(f"GPU found ({detect_gpu().name}): correctness runs on the GPU, "
               "access limits are counted in the simulator.")
     return t
 
@@ -50,8 +48,7 @@ def run_demo(dest: Path | None = None) -> int:
 
     _step(1, f"nbgrader generate_assignment {ASSIGNMENT}")
     nbg.make_course(course, [ASSIGNMENT])
-    nbg.nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
-    release = nbformat.read(str(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+    release = nbg.release(course, ASSIGNMENT)
 
     _step(2, "three students submit")
     for student, first, last, answers in STUDENTS:
@@ -61,9 +58,8 @@ def run_demo(dest: Path | None = None) -> int:
 
     _step(3, f"nbgrader autograde {ASSIGNMENT}, one student at a time")
     for student, *_ in STUDENTS:
-        start = time.monotonic()
-        nbg.nbgrader(course, "autograde", ASSIGNMENT, f"--student={student}", "--force")
-        print(f"      {student}: graded in {time.monotonic() - start:.1f} s", flush=True)
+        seconds = nbg.autograde(course, ASSIGNMENT, student)
+        print(f"      {student}: graded in {seconds:.1f} s", flush=True)
 
     _step(4, "nbgrader export -> grades.csv")
     nbg.nbgrader(course, "export", "--to=grades.csv")

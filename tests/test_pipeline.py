@@ -1,0 +1,85 @@
+"""nbgrader end to end on the simulator: release, submit, autograde, export (real CLI, real kernels)."""
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pandas as pd
+import pytest
+
+import puzzles
+from nbgrader_course import Course, all_mistakes
+from puzzles.notebook import NOTEBOOK, build
+from workshop import course as nbg
+from workshop import submissions
+
+pytestmark = pytest.mark.slow
+TOTAL = 3 * len(puzzles.PUZZLES)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    return Course(tmp_path_factory.mktemp("course"))
+
+
+def test_committed_source_notebook_is_up_to_date():
+    committed = nbformat.reads(NOTEBOOK.read_text(), as_version=4)
+    assert committed.cells == nbformat.reads(nbformat.writes(build()), as_version=4).cells, \
+        "run `workshop build-notebook`"
+
+
+def test_release_has_no_solution_code_and_no_hidden_tests(course):
+    text = "\n".join(cell.source for cell in course.release.cells)
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    assert "grade_correctness" not in text and "grade_limits" not in text
+    for answer in submissions.reference_answers().values():
+        body = [line for line in answer.splitlines() if line.startswith("        ")]
+        assert not any(line in text.splitlines() for line in body if line.strip())
+    assert text.count("raise NotImplementedError()") == len(puzzles.PUZZLES)
+
+
+def test_reference_gets_full_marks(course):
+    course.submit("reference", submissions.reference_answers())
+    course.autograde("reference")
+    scores = course.scores("reference")
+    assert len(scores) == 2 * len(puzzles.PUZZLES) and sum(scores.values()) == TOTAL
+
+
+def test_untouched_stub_gets_zero_without_crashing(course):
+    course.submit("stub", {})
+    course.autograde("stub")
+    scores = course.scores("stub")
+    assert len(scores) == 2 * len(puzzles.PUZZLES) and sum(scores.values()) == 0
+
+
+def test_each_mistake_costs_exactly_its_own_points_and_hangs_are_stopped(course):
+    answers, expected = all_mistakes()
+    course.submit("mistakes", answers)
+    start = time.monotonic()
+    course.autograde("mistakes")
+    elapsed = time.monotonic() - start
+    scores = course.scores("mistakes")
+    for cell, score in scores.items():
+        full = 2 if cell.endswith("_correct") else 1
+        assert score == expected.get(cell, full), cell
+    # one kernel hang (WORKSHOP_KERNEL_TIMEOUT) and one cell hang (WORKSHOP_CELL_TIMEOUT) plus the rest
+    assert elapsed < 5 + 20 + 90
+    outputs = {c.metadata["nbgrader"]["grade_id"]: c.outputs for c in course.autograded("mistakes").cells
+               if c.metadata.get("nbgrader", {}).get("grade")}
+    assert "timeout" in outputs["blocks_correct"][-1]["evalue"]
+    assert "over the access limits" in outputs["pooling_limits"][-1]["evalue"]
+
+
+def test_unparseable_notebook_is_reported_and_others_still_export(course):
+    nbg.add_student(course.root, "broken", "Broken", "Test")
+    path = course.root / "submitted" / "broken" / "puzzles" / "puzzles.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"cells": [ not json')
+    proc = nbg.nbgrader(course.root, "autograde", "puzzles", "--student=broken", check=False)
+    assert proc.returncode != 0 and "NotJSONError" in proc.stdout + proc.stderr
+
+    nbg.nbgrader(course.root, "export", "--to=grades.csv")
+    grades = pd.read_csv(course.root / "grades.csv").set_index("student_id")
+    assert grades.index.is_unique
+    assert grades.loc["reference", "score"] == TOTAL and grades.loc["stub", "score"] == 0
+    assert grades.loc["broken", "score"] == 0 and grades.loc["reference", "max_score"] == TOTAL

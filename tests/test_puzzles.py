@@ -1,0 +1,81 @@
+"""Puzzle grading on the simulator: every reference passes, every known-wrong solution fails as it says."""
+import time
+
+import pytest
+
+import puzzles
+from graders import puzzle_grade
+from graders.puzzle_grade import PuzzleFailed, check, grade_correctness, grade_limits
+from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
+from workshop.cells import read_cells, read_expectations
+
+WRONG = sorted(SOLUTIONS.glob("wrong/*.py"))
+KERNEL_LEVEL_WRONG = [p for p in WRONG if "_cell_" not in p.stem]   # cell-level ones run under nbgrader
+
+
+def test_library_has_the_fourteen_puzzles_in_order():
+    assert [p.number for p in puzzles.PUZZLES] == list(range(1, 15))
+    assert {p.id for p in puzzles.PUZZLES} == set(REFERENCE) - {"setup"}
+
+
+@pytest.mark.parametrize("puzzle", puzzles.PUZZLES, ids=lambda p: p.id)
+def test_reference_passes_correctness_and_limits(puzzle):
+    kernel = run_cells(REFERENCE[puzzle.id])[puzzle.kernel_name]
+    grade_correctness(puzzle.id, kernel)
+    grade_limits(puzzle.id, kernel)
+
+
+@pytest.mark.parametrize("puzzle", puzzles.PUZZLES, ids=lambda p: p.id)
+def test_hidden_cases_include_every_public_size_and_more(puzzle):
+    public, hidden = puzzle.cases("public"), puzzle.cases("hidden")
+    assert set(public) <= set(hidden) and len(hidden) >= 2
+
+
+@pytest.mark.parametrize("path", KERNEL_LEVEL_WRONG, ids=lambda p: p.stem)
+def test_known_wrong_solution_loses_exactly_what_it_says(path):
+    (puzzle_id, source), = read_cells(path).items()
+    puzzle = puzzles.get(puzzle_id)
+    kernel = run_cells(source)[puzzle.kernel_name]
+    for part, grade in (("correct", grade_correctness), ("limits", grade_limits)):
+        if read_expectations(path)[f"{puzzle_id}_{part}"] == 0:
+            with pytest.raises(PuzzleFailed):
+                grade(puzzle_id, kernel)
+        else:
+            grade(puzzle_id, kernel)
+
+
+def test_hard_coded_answer_passes_the_self_check_but_not_the_hidden_test(capsys):
+    (_, source), = read_cells(SOLUTIONS / "wrong" / "map_hardcoded.py").items()
+    kernel = run_cells(source)["map_kernel"]
+    assert check("map", kernel) is True
+    with pytest.raises(PuzzleFailed, match=r"map: case .*: out\[\d\] = .*, expected"):
+        grade_correctness("map", kernel)
+
+
+def test_failure_names_the_constraint_and_the_counted_figure():
+    (_, source), = read_cells(SOLUTIONS / "wrong" / "pooling_global_reads.py").items()
+    kernel = run_cells(source)["pool_kernel"]
+    with pytest.raises(PuzzleFailed, match=r"made 3 global reads; the limit is 1 per thread"):
+        grade_limits("pooling", kernel)
+
+
+def test_untouched_stub_scores_zero_with_a_hint():
+    kernel = run_cells("@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n"
+                       "    # YOUR CODE HERE\n    raise NotImplementedError()\n")["map_kernel"]
+    with pytest.raises(PuzzleFailed, match="stub is untouched"):
+        grade_correctness("map", kernel)
+
+
+def test_hanging_kernel_is_stopped_at_the_time_limit():
+    (_, source), = read_cells(SOLUTIONS / "wrong" / "blocks_hangs.py").items()
+    kernel = run_cells(source)["blocks_kernel"]
+    start = time.monotonic()
+    with pytest.raises(PuzzleFailed, match="timeout: stopped after"):
+        grade_correctness("blocks", kernel)
+    assert time.monotonic() - start < puzzle_grade.timeout_s() + 5
+
+
+def test_wrong_signature_is_explained():
+    kernel = run_cells("@cuda.jit\ndef map_kernel(out, a):\n    out[0] = a[0]\n")["map_kernel"]
+    with pytest.raises(PuzzleFailed, match="keep the signature"):
+        grade_correctness("map", kernel)
