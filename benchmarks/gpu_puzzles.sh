@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The puzzles track autograded by nbgrader on a GPU worker. From the repo root, after the wheels prelude
+# (../shared/device/wheels.sh builds .whl/ with nbgrader and numpy 2.4):
+#   source .whl/prelude.sh && bash benchmarks/gpu_puzzles.sh
+# Writes $OUT/puzzles-gpu-tests.log and benchmarks/results/puzzles-nbgrader-gpu-<date>.json (also in $OUT).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-benchmarks/results}"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" OUT
+python3 -c "import numba, numba.cuda, numpy, nbgrader; print('numba', numba.__version__, 'numpy', numpy.__version__, 'nbgrader', nbgrader.__version__)"
+timeout 540 python3 -m pytest -m gpu tests/gpu/test_puzzles_gpu.py -q -s -p no:cacheprovider 2>&1 \
+  | tee "$OUT/puzzles-gpu-tests.log"
