@@ -76,12 +76,41 @@ def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator, targ
     return result
 
 
+GUARD = 16   # NaN elements around each GPU array along every axis: catch out-of-bounds accesses
+
+
 def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray]) -> np.ndarray:
-    d_out = cuda.to_device(out)
-    d_inputs = [cuda.to_device(x) for x in inputs]
-    kernel[case.blocks, case.threads](d_out, *d_inputs, *case.scalars)
+    """Launch on the GPU with every array inside a NaN guard band.
+
+    An out-of-bounds read then yields NaN (a wrong answer) and an out-of-bounds write lands in the band,
+    which must still be all NaN afterwards, so the GPU fails such a kernel as the simulator does.
+    """
+    hosts = [_guarded(x) for x in [out, *inputs]]
+    devices = [cuda.to_device(h) for h in hosts]
+    views = [d[tuple(slice(GUARD, GUARD + n) for n in x.shape)] for d, x in zip(devices, [out, *inputs])]
+    kernel[case.blocks, case.threads](*views, *case.scalars)
     cuda.synchronize()
-    return d_out.copy_to_host()
+    names = _argument_names(kernel, len(views) + len(case.scalars))
+    for name, device, host in zip(names, devices, hosts):
+        after = device.copy_to_host()
+        band = np.ones(after.shape, dtype=bool)
+        band[tuple(slice(GUARD, n - GUARD) for n in after.shape)] = False
+        written = band & ~np.isnan(after)
+        if written.any():
+            where = tuple(int(i) - GUARD for i in np.argwhere(written)[0])
+            raise IndexError(f"out-of-bounds write to {name}[{', '.join(map(str, where))}] "
+                             f"(shape {_inner(host)})")
+    return views[0].copy_to_host()
+
+
+def _guarded(x: np.ndarray) -> np.ndarray:
+    big = np.full(tuple(n + 2 * GUARD for n in x.shape), np.nan, dtype=x.dtype)
+    big[tuple(slice(GUARD, GUARD + n) for n in x.shape)] = x
+    return big
+
+
+def _inner(host: np.ndarray) -> tuple[int, ...]:
+    return tuple(n - 2 * GUARD for n in host.shape)
 
 
 def _argument_names(kernel, count: int) -> list[str]:

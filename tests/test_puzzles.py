@@ -79,3 +79,15 @@ def test_wrong_signature_is_explained():
     kernel = run_cells("@cuda.jit\ndef map_kernel(out, a):\n    out[0] = a[0]\n")["map_kernel"]
     with pytest.raises(PuzzleFailed, match="keep the signature"):
         grade_correctness("map", kernel)
+
+
+def test_gpu_launch_path_runs_kernels_on_guarded_views():
+    """The GPU path's plumbing (guard bands, views, copy back), exercised on the simulator."""
+    import numpy as np
+    from graders.puzzle_child import _launch_on_gpu
+    puzzle = puzzles.get("matmul")
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    case = puzzle.cases("hidden")[-1]
+    inputs = puzzle.make_inputs(case, np.random.default_rng(0))
+    out = _launch_on_gpu(kernel, case, np.full(case.out, np.nan, np.float32), inputs)
+    np.testing.assert_allclose(out, puzzle.expected(case, inputs))
