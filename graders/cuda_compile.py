@@ -6,13 +6,20 @@ named architecture with no GPU and no driver present (so compile errors are test
 off the GPU workers: the workers only need torch (for buffers) and cuda.core (to compile and launch).
 
 The grader prepends a short header of ``#define``s (the launch geometry) and then ``#line 1`` so that the
-compiler's messages carry the line numbers of the student's own cell. ptxas's verbose report (registers,
-spills, shared memory per kernel) is parsed and returned as data.
+compiler's messages carry the line numbers of the student's own cell.
+
+The kernels a source defines are read from the cubin itself (its ELF symbol table: the ``STO_CUDA_ENTRY``
+functions), never from a compiler log. ptxas's verbose report (registers, spills, shared memory per kernel)
+is best-effort: NVRTC 12.9+ keeps a compile cache (see NVIDIA/cuda-python#1124, NVIDIA/Fuser#4694), and on a
+cache hit ptxas does not run and the ``-v`` log is empty. We ask for ``--no-cache`` (``no_cache=True``)
+where cuda.core and NVRTC accept it; where the log still lacks a kernel, its registers and stack frame come
+from the cubin's ``.nv.info`` attributes and shared memory and spills are reported as unknown (None).
 """
 from __future__ import annotations
 
 import io
 import re
+import struct
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,18 +38,33 @@ class CompileError(Exception):
 
 @dataclass(frozen=True)
 class Resources:
-    """ptxas's report for one kernel."""
+    """ptxas's report for one kernel; None where it is not known (see the module's docstring)."""
 
-    registers: int
-    shared_bytes: int
-    stack_bytes: int
-    spill_stores: int
-    spill_loads: int
+    registers: int | None
+    shared_bytes: int | None
+    stack_bytes: int | None
+    spill_stores: int | None
+    spill_loads: int | None
+    source: str = "ptxas"      # "ptxas" (its -v log) or "cubin" (the ELF's attributes: fewer fields)
 
     def summary(self) -> str:
-        spills = self.spill_stores + self.spill_loads
-        return (f"{self.registers} registers, {self.shared_bytes} B shared memory, "
-                + (f"{spills} B of spills" if spills else "no spills"))
+        return resources_summary(asdict(self))
+
+
+def resources_summary(r: dict) -> str:
+    """``Resources`` (as a dict) in words; unknown fields are said to be unknown."""
+    registers = f"{r['registers']} registers" if r.get("registers") is not None else "registers unknown"
+    shared = (f"{r['shared_bytes']} B shared memory" if r.get("shared_bytes") is not None
+              else "shared memory unknown")
+    if r.get("spill_stores") is None or r.get("spill_loads") is None:
+        spills = "spills unknown"
+    else:
+        total = r["spill_stores"] + r["spill_loads"]
+        spills = f"{total} B of spills" if total else "no spills"
+    return f"{registers}, {shared}, {spills}"
+
+
+UNKNOWN = Resources(None, None, None, None, None, source="unknown")
 
 
 @dataclass(frozen=True)
@@ -66,20 +88,53 @@ def header(defines: dict[str, int]) -> str:
 def compile_cuda(source: str, *, kernels: tuple[str, ...] = (), defines: dict[str, int] | None = None,
                  arch: str = DEFAULT_ARCH) -> Compiled:
     """Compile ``source`` to a cubin for ``arch``; raise `CompileError` if it fails or lacks ``kernels``."""
-    options = ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", ptxas_options="-v")
-    logs = io.StringIO()
-    try:
-        obj = Program(header(defines or {}) + source, "c++", options=options).compile("cubin", logs=logs)
-    except Exception as exc:  # cuda.core raises NVRTCError (its class moved between releases)
-        if "NVRTC_ERROR_COMPILATION" not in str(exc):
-            raise
-        raise CompileError(readable_error(str(exc))) from None
-    log = logs.getvalue().replace("\x00", "")
-    resources = parse_resources(log)
+    text = header(defines or {}) + source
+    obj, log = None, ""
+    for no_cache in (True, False):   # False: a cuda.core or NVRTC that does not know --no-cache
+        try:
+            options = _options(arch, no_cache)
+        except TypeError:
+            continue
+        logs = io.StringIO()
+        try:
+            obj = Program(text, "c++", options=options).compile("cubin", logs=logs)
+        except Exception as exc:  # cuda.core raises NVRTCError (its class moved between releases)
+            if no_cache and "INVALID_OPTION" in str(exc):
+                continue
+            if "NVRTC_ERROR_COMPILATION" not in str(exc):
+                raise
+            raise CompileError(readable_error(str(exc))) from None
+        log = logs.getvalue().replace("\x00", "")
+        break
+    cubin = bytes(obj.code)
+    found = kernels_in_cubin(cubin)
     for name in kernels:
-        if name not in resources:
-            raise CompileError(missing_kernel_message(name, list(resources)))
-    return Compiled(bytes(obj.code), arch, resources, log, obj)
+        if name not in found:
+            raise CompileError(missing_kernel_message(name, found))
+    return Compiled(cubin, arch, resources_for(found, log, cubin), log, obj)
+
+
+def _options(arch: str, no_cache: bool) -> ProgramOptions:
+    extra = {"no_cache": True} if no_cache else {}
+    return ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", ptxas_options="-v", **extra)
+
+
+def resources_for(kernels: list[str], log: str, cubin: bytes) -> dict[str, Resources]:
+    """Each kernel's resources: from ptxas's log where it has them, else what the cubin records."""
+    from_log = parse_resources(log)
+    from_cubin: dict[str, Resources] | None = None
+    found = {}
+    for name in kernels:
+        if name in from_log:
+            found[name] = from_log[name]
+            continue
+        if from_cubin is None:
+            try:
+                from_cubin = cubin_resources(cubin)
+            except (ValueError, struct.error):
+                from_cubin = {}
+        found[name] = from_cubin.get(name, UNKNOWN)
+    return found
 
 
 def readable_error(nvrtc_message: str) -> str:
@@ -114,4 +169,71 @@ def parse_resources(log: str) -> dict[str, Resources]:
         stack, stores, loads = (int(g) for g in frame.groups()) if frame else (0, 0, 0)
         found[name] = Resources(int(used.group(1)) if used else 0, int(smem.group(1)) if smem else 0,
                                 stack, stores, loads)
+    return found
+
+
+# --- the cubin's ELF: kernels and per-kernel attributes, in pure Python (no driver, no cuobjdump) ---------
+
+_STO_CUDA_ENTRY = 0x10          # st_other bit of a kernel (an entry function) in a CUDA ELF
+_STT_FUNC = 2
+_EIATTR_FRAME_SIZE = 0x11       # .nv.info attributes: (symbol index, value) pairs
+_EIATTR_REGCOUNT = 0x2F
+_EIFMT_NVAL, _EIFMT_BVAL, _EIFMT_HVAL, _EIFMT_SVAL = 1, 2, 3, 4
+
+
+def _elf(cubin: bytes) -> tuple[list[tuple[str, int, int, int]], list[tuple[str, int, int, int]]]:
+    """(sections as (name, type, offset, size), symbols as (name, info, other, section index))."""
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    raw = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+
+    def string(table: int, offset: int) -> str:
+        start = raw[table][4] + offset
+        return cubin[start:cubin.index(b"\0", start)].decode(errors="replace")
+
+    sections = [(string(shstrndx, r[0]), r[1], r[4], r[5]) for r in raw]
+    symbols = []
+    for r in raw:
+        if r[1] == 2:   # SHT_SYMTAB; its sh_link is the string table of the names
+            for off in range(r[4], r[4] + r[5], 24):
+                st_name, st_info, st_other, st_shndx = struct.unpack_from("<IBBH", cubin, off)
+                symbols.append((string(r[6], st_name), st_info, st_other, st_shndx))
+    return sections, symbols
+
+
+def kernels_in_cubin(cubin: bytes) -> list[str]:
+    """The kernels (``__global__`` functions, as compiled: mangled unless extern "C") a cubin defines."""
+    _, symbols = _elf(cubin)
+    return [name for name, info, other, _ in symbols
+            if info & 0xF == _STT_FUNC and other & _STO_CUDA_ENTRY and name]
+
+
+def cubin_resources(cubin: bytes) -> dict[str, Resources]:
+    """Registers and stack frame of each kernel from the cubin's ``.nv.info``; shared memory and spills
+    are not recorded there in a form we trust (sm_90 adds reserved shared memory), so they are None."""
+    sections, symbols = _elf(cubin)
+    values: dict[tuple[int, int], int] = {}
+    for name, _, offset, size in sections:
+        if name != ".nv.info":
+            continue
+        pos, end = offset, offset + size
+        while pos + 2 <= end:
+            fmt, attr = cubin[pos], cubin[pos + 1]
+            if fmt == _EIFMT_SVAL:
+                length, = struct.unpack_from("<H", cubin, pos + 2)
+                if attr in (_EIATTR_REGCOUNT, _EIATTR_FRAME_SIZE) and length == 8:
+                    index, value = struct.unpack_from("<II", cubin, pos + 4)
+                    values[(attr, index)] = value
+                pos += 4 + length
+            elif fmt == _EIFMT_HVAL or fmt == _EIFMT_BVAL:
+                pos += 4
+            else:
+                pos += 2
+    found = {}
+    for index, (name, info, other, _) in enumerate(symbols):
+        if info & 0xF == _STT_FUNC and other & _STO_CUDA_ENTRY:
+            found[name] = Resources(values.get((_EIATTR_REGCOUNT, index)), None,
+                                    values.get((_EIATTR_FRAME_SIZE, index)), None, None, source="cubin")
     return found

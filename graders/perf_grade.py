@@ -19,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from graders.cuda_compile import DEFAULT_ARCH, compile_cuda
+from graders.cuda_compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
 from graders.gpu import NO_GPU_EXIT, NeedsGPUWorker, detect_gpu, require_gpu
 from graders.kernel_spec import ROOT, AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.sandbox import ChildResult, run_child
@@ -92,9 +92,8 @@ def report(result: dict) -> str:
                      f"{b['name']} {b['median_s'] * 1e3:.4f} ms ({_rate(b['throughput'], unit)}); "
                      f"ratio {timing['ratio']:.3f} (full marks at {result['curve']['target']:g}, "
                      f"none below {result['curve']['floor']:g})")
-    for name, r in result.get("compile", {}).get("resources", {}).items():
-        spills = r["spill_stores"] + r["spill_loads"]
-        lines.append(f"  {name}: {r['registers']} registers, {r['shared_bytes']} B shared, {spills} B spills")
+    for name, r in (result.get("compile", {}).get("resources") or {}).items():
+        lines.append(f"  {name}: {resources_summary(r)}")
     lines.append(f"  points: {s['total']:.2f} / {s['max']:g} (correctness {s['correctness']:g}, "
                  f"speed {s['performance']:.2f})")
     return "\n".join(lines)
@@ -129,7 +128,7 @@ def check_compiles(assignment: str | Path, kernel_id: str, source: str, *, block
     gpu = detect_gpu()
     compiled = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(),
                             arch=gpu.arch if gpu else DEFAULT_ARCH)
-    usage = compiled.resources[kernel.function]
+    usage = compiled.resources.get(kernel.function, UNKNOWN)   # ptxas's report is best-effort
     print(f"{kernel.function} compiles for {compiled.arch}: {usage.summary()}. "
           f"Block {geometry.block[0]}x{geometry.block[1]} threads, tile {geometry.tile[0]}x{geometry.tile[1]}. "
           "Correctness and speed are checked on the GPU worker.")

@@ -3,10 +3,12 @@ from pathlib import Path
 
 import pytest
 
+from graders import cuda_compile as _cc
 from graders.cuda_compile import CompileError, compile_cuda, header, parse_resources
 from graders.kernel_spec import load_spec, resolve_geometry
 
 SPEC = load_spec("transpose")
+_REAL_PROGRAM = _cc.Program
 WRONG = sorted((Path(__file__).parents[1] / "solutions/transpose/wrong").glob("*.cu"))
 
 
@@ -89,3 +91,53 @@ def test_parse_resources_reads_spills():
     assert found["a"].shared_bytes == 8192 and found["a"].stack_bytes == 16
     assert found["b"].registers == 8 and found["b"].shared_bytes == 0
     assert "20 B of spills" in found["a"].summary()
+
+
+class _SilentProgram:
+    """cuda.core's Program, compiling as usual but writing nothing to ``logs`` (NVRTC's cache hit)."""
+
+    def __init__(self, *args, **kwargs):
+        self.program = _REAL_PROGRAM(*args, **kwargs)
+
+    def compile(self, target, logs=None, **kwargs):
+        return self.program.compile(target, **kwargs)
+
+
+def test_kernels_are_found_in_the_cubin_when_the_log_is_empty(monkeypatch, capsys):
+    from graders.cuda_compile import kernels_in_cubin
+    from graders.perf_grade import check_compiles
+    monkeypatch.setattr(_cc, "Program", _SilentProgram)
+    kernel = SPEC.kernel("padded")
+    compiled = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,),
+                            defines=kernel.geometry.defines())
+    assert compiled.log == ""
+    assert kernels_in_cubin(compiled.cubin) == [kernel.function]
+    usage = compiled.resources[kernel.function]
+    assert usage.source == "cubin" and 0 < usage.registers <= 255 and usage.stack_bytes == 0
+    assert usage.shared_bytes is None and usage.spill_stores is None
+    assert usage.summary().endswith("shared memory unknown, spills unknown")
+    resources = check_compiles("transpose", "padded", kernel.reference.read_text())
+    assert "transpose_padded compiles for" in capsys.readouterr().out
+    assert resources["transpose_padded"]["registers"] > 0
+    with pytest.raises(CompileError, match=r"\(the compiled name is _Z1kPf\)"):
+        compile_cuda("__global__ void k(float* out) { out[0] = 1.0f; }", kernels=("k",))
+
+
+def test_cubin_registers_agree_with_ptxas():
+    from graders.cuda_compile import cubin_resources
+    for kid in ("naive", "tiled", "padded", "best"):
+        kernel = SPEC.kernel(kid)
+        compiled = compile_cuda(kernel.reference.read_text(), defines=kernel.geometry.defines())
+        from_cubin = cubin_resources(compiled.cubin)[kernel.function]
+        assert compiled.resources[kernel.function].source == "ptxas"
+        assert from_cubin.registers == compiled.resources[kernel.function].registers
+        assert from_cubin.stack_bytes == compiled.resources[kernel.function].stack_bytes
+
+
+def test_every_kernel_of_a_source_is_found_mangled_or_not():
+    from graders.cuda_compile import kernels_in_cubin
+    source = ('extern "C" __global__ void a(float* o) { o[0] = 1.0f; }\n'
+              '__global__ void b(float* o) { o[1] = 2.0f; }\n'
+              '__device__ __noinline__ float twice(float x) { return 2.0f * x; }\n'
+              'extern "C" __global__ void c(float* o) { o[2] = twice(o[3]); }\n')
+    assert sorted(kernels_in_cubin(compile_cuda(source).cubin)) == ["_Z1bPf", "a", "c"]
