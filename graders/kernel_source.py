@@ -13,7 +13,7 @@ import types
 
 
 # What a kernel cell may use without importing it itself (its decorator line needs ``cuda``).
-_PRELUDE = {"cuda": "from numba import cuda", "numba": "import numba", "math": "import math",
+PRELUDE = {"cuda": "from numba import cuda", "numba": "import numba", "math": "import math",
             "np": "import numpy as np"}
 
 
@@ -27,7 +27,7 @@ def kernel_source(kernel) -> tuple[str, str]:
     if not isinstance(fn, types.FunctionType):
         raise KernelSourceError(
             f"expected a kernel decorated with @cuda.jit, got {type(kernel).__name__}")
-    header: dict[str, str] = dict(_PRELUDE)
+    header: dict[str, str] = dict(PRELUDE)
     bodies: dict[str, str] = {}
     _collect(fn, header, bodies)
     return "\n".join(header.values()) + "\n\n" + "\n\n".join(bodies.values()) + "\n", fn.__name__

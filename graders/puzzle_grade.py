@@ -63,11 +63,16 @@ _runs: dict[tuple, Run] = {}
 
 
 def _run(puzzle_id: str, kernel, mode: str, on: str) -> Run:
-    puzzle = puzzles.get(puzzle_id)
     try:
         source, name = kernel_source(kernel)
     except KernelSourceError as exc:
         return Run(on, False, str(exc), [], 0)
+    return run_source(puzzle_id, source, name, mode, on)
+
+
+def run_source(puzzle_id: str, source: str, name: str, mode: str, on: str) -> Run:
+    """Grade kernel ``name`` defined in ``source`` on the ``mode`` cases, in a child on target ``on``."""
+    puzzle = puzzles.get(puzzle_id)
     key = (puzzle_id, source, name, mode, on)
     if key in _runs:
         return _runs[key]

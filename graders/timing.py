@@ -2,7 +2,9 @@
 
 `CudaTimer` times each *subject* (the student's kernel, the baseline) with CUDA events on one stream:
 before every sample it writes a buffer twice the size of L2 (so no sample starts with its data cached),
-launches the subject ``reps`` times between two events (``reps`` chosen in warm-up so one sample lasts at
+launches the subject ``reps`` times between two events (after a warm-up of at least ``warmup_s`` running
+every subject in turn, so the GPU leaves its idle clocks before the first sample: an idle H200 sits at
+405 MHz SM clock, and the first kernel graded after idling measured a low D2D copy baseline) (``reps`` chosen in warm-up so one sample lasts at
 least ``min_sample_s``: short kernels are not dominated by launch gaps and event resolution) rotating
 through several input sets, and then synchronizes the whole device, so nothing a sample started is still
 running when the next one begins. `run_until_stable` interleaves the subjects round by round (clock drift
@@ -72,7 +74,7 @@ class CudaTimer:
     """Times subjects ``fn(set_index)`` that enqueue work on ``stream`` (a torch CUDA stream)."""
 
     def __init__(self, subjects: dict[str, Callable[[int], None]], n_sets: int, stream, *,
-                 min_sample_s: float = 50e-6, warmup: int = 3):
+                 min_sample_s: float = 50e-6, warmup: int = 3, warmup_s: float = 0.3):
         import torch
         self.torch = torch
         self.subjects = subjects
@@ -83,7 +85,19 @@ class CudaTimer:
         self.flush_buffer = torch.empty(2 * self.l2_bytes // 4, dtype=torch.float32, device="cuda")
         self.flushes = 0
         with torch.cuda.stream(stream):
+            self._warm_up(warmup_s)
             self.reps = {name: self._calibrate(name, warmup, min_sample_s) for name in subjects}
+
+    def _warm_up(self, seconds: float) -> None:
+        """Run every subject in turn until ``seconds`` have passed (at least once each)."""
+        end = time.monotonic() + seconds
+        while True:
+            for name in self.subjects:
+                for _ in range(8):
+                    self.subjects[name](self._rotate())
+            self.torch.cuda.synchronize()
+            if time.monotonic() >= end:
+                break
 
     def _calibrate(self, name: str, warmup: int, min_sample_s: float) -> int:
         for _ in range(warmup):

@@ -28,7 +28,7 @@ def test_reference_compiles_to_a_cubin(kernel_id):
 
 
 @pytest.mark.parametrize("block, tile", [((32, 8), (32, 32)), ((32, 16), (32, 32)), ((32, 8), (64, 64)),
-                                         ((32, 32), (32, 32))])
+                                         ((32, 16), (64, 64)), ((32, 32), (32, 32)), ((64, 4), (64, 16))])
 def test_best_reference_compiles_for_other_geometries(block, tile):
     kernel = SPEC.kernel("best")
     geometry = resolve_geometry(kernel, block, tile)

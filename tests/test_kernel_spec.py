@@ -93,6 +93,7 @@ def test_student_geometry_only_where_allowed():
     spec = load_spec("transpose")
     assert resolve_geometry(spec.kernel("best"), (32, 16), (64, 64)).elements_per_thread == 8
     assert resolve_geometry(spec.kernel("best"), None, None).block == (32, 8)
+    assert resolve_geometry(spec.kernel("best"), None, None).tile == (64, 64)
     with pytest.raises(SpecError, match="fixed launch geometry"):
         resolve_geometry(spec.kernel("padded"), (32, 16), None)
     with pytest.raises(SpecError, match="multiple of block"):
@@ -121,3 +122,25 @@ def test_notebook_cells_match_the_spec(capsys):
                        **({"block": namespace["best_block"], "tile": namespace["best_tile"]}
                           if kernel.student_geometry else {}))
     assert capsys.readouterr().err == ""
+
+
+def test_notebook_solutions_are_the_reference_kernels():
+    """The notebook's solution cells hold the bodies of solutions/transpose/*.cu; its speed lines, the spec's."""
+    import re
+
+    import nbformat
+
+    from graders.kernel_spec import ROOT
+    nb = nbformat.read(str(ROOT / "assignments/transpose/transpose.ipynb"), as_version=4)
+    by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if "nbgrader" in c.metadata}
+    spec = load_spec("transpose")
+    speeds = re.findall(r"\* speed: full marks at ([\d.]+) of the copy's speed, none below ([\d.]+)",
+                        "\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+    assert speeds == [(f"{k.target:g}", f"{k.floor:g}") for k in spec.kernels.values()]
+    for kid, kernel in spec.kernels.items():
+        lines = kernel.reference.read_text().rstrip("\n").splitlines()
+        sig = next(i for i, line in enumerate(lines) if line.startswith('extern "C"'))
+        body = "\n".join(lines[sig + 2:-1])
+        assert f'{lines[sig]}\n{{\n### BEGIN SOLUTION\n{body}\n### END SOLUTION\n}}\n"""' in by_id[kid], kid
+    assert f"best_block = {spec.kernel('best').geometry.block}" in by_id["best"]
+    assert f"best_tile = {spec.kernel('best').geometry.tile}" in by_id["best"]

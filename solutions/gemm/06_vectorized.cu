@@ -1,0 +1,60 @@
+// 6. Vectorized access: kernel 5 moving 16 bytes per instruction. Global loads of A and B are float4
+// (LDG.E.128 in the SASS: per thread and K step, 8 scalar loads become 2), the slab of A is stored
+// transposed (As[k][m]) so that a thread's TM values of A are contiguous and, like its TN values of B, are
+// read from shared memory as float4 (LDS.128), and C is written as float4.
+// Assumes M and N are multiples of the tile (128) and K a multiple of BK: no bounds checks, and every
+// float4 is 16-byte aligned. 16 x 16 threads, TM = TN = 8, BK = 8.
+#define BM TILE_Y
+#define BN TILE_X
+#define TM (TILE_Y / BLOCK_Y)
+#define TN (TILE_X / BLOCK_X)
+#define NT (BLOCK_X * BLOCK_Y)
+
+extern "C" __global__ void __launch_bounds__(NT)
+sgemm_vectorized(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[BK][BM];
+    __shared__ __align__(16) float Bs[BK][BN];
+    const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int trow = threadIdx.y * TM, tcol = threadIdx.x * TN;
+    A += (size_t)row0 * K;
+    B += col0;
+    float acc[TM][TN] = {{0.0f}};
+    float a[TM], b[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+#pragma unroll
+        for (int i = tid; i < BM * BK / 4; i += NT) {          // a row of A's slab is BK / 4 float4s
+            const int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+            const float4 v = *reinterpret_cast<const float4*>(&A[(size_t)r * K + k0 + c]);
+            As[c + 0][r] = v.x;
+            As[c + 1][r] = v.y;
+            As[c + 2][r] = v.z;
+            As[c + 3][r] = v.w;
+        }
+#pragma unroll
+        for (int i = tid; i < BK * BN / 4; i += NT) {
+            const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+            *reinterpret_cast<float4*>(&Bs[r][c]) = *reinterpret_cast<const float4*>(&B[(size_t)(k0 + r) * N + c]);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&As[k][trow + i]);
+#pragma unroll
+            for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(&b[j]) = *reinterpret_cast<const float4*>(&Bs[k][tcol + j]);
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; j += 4)
+            *reinterpret_cast<float4*>(&C[(size_t)(row0 + trow + i) * N + col0 + tcol + j]) =
+                make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+}
