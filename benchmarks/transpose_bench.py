@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,12 +30,17 @@ from graders.perf_grade import grade_kernel  # noqa: E402
 NCU_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 NCU_KERNELS = ("tiled", "padded")
 NCU_SHAPE = (4096, 4096)
-BEST_GEOMETRIES = [((32, 8), (32, 32)), ((32, 16), (32, 32)), ((32, 8), (64, 64)), ((32, 32), (32, 32))]
+BEST_GEOMETRIES = [((32, 8), (32, 32)), ((32, 16), (32, 32)), ((32, 16), (64, 64)), ((32, 8), (64, 32)),
+                   ((32, 32), (64, 64))]   # and the spec's default, (32, 8) / (64, 64), graded as "best"
 
 
 def summarize(result: dict) -> dict:
     row = {"status": result["status"], "message": result["message"], "score": result["score"],
-           "geometry": result.get("geometry"), "compile": result.get("compile", {}).get("resources")}
+           "geometry": result.get("geometry"), "compile": result.get("compile", {}).get("resources"),
+           "seconds": result.get("seconds")}
+    for key in ("stderr", "traceback"):
+        if result.get(key):
+            row[key] = result[key][-2000:]
     timing = result.get("timing")
     if timing:
         row |= {"kernel_gbps": timing["kernel"]["throughput"] / 1e9,
@@ -46,7 +52,11 @@ def summarize(result: dict) -> dict:
 
 
 def ncu_launch() -> None:
-    """Run under ncu: launch the tiled and padded references once each at NCU_SHAPE."""
+    """Run under ncu: launch the tiled and padded references once each at NCU_SHAPE.
+
+    ncu profiles only the launches its ``-k`` filter names (the ``extern "C"`` names of the spec), so torch's
+    own kernels (random inputs, NaN fills) are not profiled. Any failure here exits non-zero with a traceback
+    on stderr, which `ncu_bank_conflicts` reports."""
     import torch
     from graders.perf_child import Harness
     from graders.problems import PROBLEMS
@@ -66,18 +76,33 @@ def ncu_bank_conflicts() -> dict:
         return {"skipped": "ncu not found on this machine"}
     spec = load_spec("transpose")
     names = "|".join(spec.kernel(k).function for k in NCU_KERNELS)
-    cmd = [ncu, "--clock-control", "none", "--metrics", NCU_METRIC, "--csv", "-k", f"regex:^({names})$",
-           sys.executable, str(Path(__file__).resolve()), "--ncu-launch"]
+    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--metrics", NCU_METRIC, "--csv",
+           "-k", f"regex:^({names})$", sys.executable, str(Path(__file__).resolve()), "--ncu-launch"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"skipped": "ncu timed out"}
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired as exc:
+        return {"skipped": "ncu timed out after 240 s", "command": " ".join(cmd),
+                "output_tail": _text(exc.stdout)[-1500:] + _text(exc.stderr)[-1500:]}
     found = parse_ncu_csv(done.stdout)
     if not found:
-        return {"skipped": f"ncu gave no {NCU_METRIC} (exit {done.returncode})",
-                "output_tail": (done.stdout + done.stderr)[-2000:]}
-    return {"metric": NCU_METRIC, "shape": list(NCU_SHAPE), "command": " ".join(cmd[:8]),
-            "conflicts": found}
+        return {"skipped": f"ncu gave no {NCU_METRIC} (exit {done.returncode})", "command": " ".join(cmd),
+                "output_tail": ncu_errors(done.stdout, done.stderr)}
+    return {"metric": NCU_METRIC, "shape": list(NCU_SHAPE), "command": " ".join(cmd), "conflicts": found}
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def ncu_errors(stdout: str, stderr: str, limit: int = 2500) -> str:
+    """What to show when ncu failed: its ==ERROR==/==WARNING== lines and the target's traceback, else the tail."""
+    lines = (stdout + "\n" + stderr).splitlines()
+    keep = [line for line in lines if line.startswith(("==ERROR==", "==WARNING==")) or "Error" in line
+            or "error" in line]
+    tail = "\n".join(lines[-25:])
+    text = ("\n".join(keep[-15:]) + "\n--- last lines ---\n" + tail) if keep else tail
+    return text[-limit:]
 
 
 def parse_ncu_csv(text: str) -> dict[str, int]:
@@ -114,6 +139,7 @@ def main() -> int:
         best_geometries.append(summarize(result))
     copy_gbps = kernels["copy"].get("copy_gbps")
     record = {"gpu": gpu.name, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment,
+              "best_default": {"block": list(best.geometry.block), "tile": list(best.geometry.tile)},
               "targets_in_spec": spec.targets, "copy_gbps": copy_gbps, "kernels": kernels,
               "best_geometries": best_geometries, "ncu": ncu_bank_conflicts()}
     name = f"transpose-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -127,8 +153,9 @@ def main() -> int:
 
 
 def table(record: dict) -> str:
-    lines = [f"{record['gpu']}  D2D copy {record['copy_gbps'] or 0:.0f} GB/s  (targets in spec: "
-             f"{record['targets_in_spec']})",
+    copy = f"{record['copy_gbps']:.0f} GB/s" if record.get("copy_gbps") else "not measured"
+    lines = [f"{record['gpu']}  D2D copy {copy}  (targets in spec: "
+             f"{record['targets_in_spec']}; best's default geometry {record.get('best_default')})",
              f"{'kernel':<22}{'status':<10}{'GB/s':>8}{'ratio':>8}{'ms':>9}{'rse':>8}{'points':>9}{'sugg.':>8}"]
     rows = [(kid, r) for kid, r in record["kernels"].items()]
     rows += [(f"best {g['geometry']['block']}/{g['geometry']['tile']}".replace(" ", ""), g)
@@ -139,10 +166,16 @@ def table(record: dict) -> str:
                          f"{r['kernel_ms']:>9.4f}{r['rse']:>8.4f}{r['score']['total']:>9.2f}"
                          f"{r['suggested_target']:>8.3f}")
         else:
-            lines.append(f"{name:<22}{r['status']:<10}  {r['message'][:60]}")
+            lines.append(f"{name:<22}{r['status']:<14}{r['message'][:200]}")
     ncu = record["ncu"]
     lines.append("ncu bank conflicts (shared loads, 4096x4096): " + (
         ", ".join(f"{k} {v:,}" for k, v in ncu["conflicts"].items()) if "conflicts" in ncu else ncu["skipped"]))
+    if "conflicts" not in ncu and ncu.get("output_tail"):
+        lines += ["  ncu command: " + ncu.get("command", ""), "  ncu said:"]
+        lines += ["    " + line for line in ncu["output_tail"].splitlines()]
+    for name, r in rows:
+        if r["status"] != "ok" and (r.get("stderr") or r.get("traceback")):
+            lines.append(f"  {name}: {(r.get('traceback') or '') + (r.get('stderr') or '')}"[-1500:])
     return "\n".join(lines)
 
 

@@ -38,6 +38,7 @@ def references() -> dict[str, dict]:
 def test_every_reference_is_correct(references):
     for kid, result in references.items():
         assert result["status"] == "ok", f"{kid}: {result['message']} {result.get('stderr', '')}"
+        assert result["compile"]["resources"][SPEC.kernel(kid).function]["registers"], kid
         assert all(check["ok"] for check in result["checks"])
         assert any(check.get("after_timing") for check in result["checks"])
         assert result["timing"]["kernel"]["samples"] >= 10
@@ -47,6 +48,7 @@ def test_every_reference_is_correct(references):
 
 
 def test_copy_bandwidth_is_measured(references):
+    assert references["copy"]["status"] == "ok", references["copy"]["message"]
     timing = references["copy"]["timing"]
     copy_gbps = timing["baseline"]["throughput"] / 1e9
     print(f"\nD2D copy {copy_gbps:.0f} GB/s; copy kernel {timing['kernel']['throughput'] / 1e9:.0f} GB/s "
@@ -56,15 +58,21 @@ def test_copy_bandwidth_is_measured(references):
 
 
 def test_the_ladder_climbs(references):
+    failed = {kid: r["message"] for kid, r in references.items() if r["status"] != "ok"}
+    assert not failed, failed
     ratio = {kid: r["timing"]["ratio"] for kid, r in references.items()}
     print("\nratios:", {k: round(v, 3) for k, v in ratio.items()})
     assert ratio["naive"] < ratio["tiled"] < ratio["padded"]
+    assert ratio["best"] >= 0.97 * ratio["padded"], "the best reference should be at least as fast as padded"
     assert ratio["padded"] < ratio["copy"] * 1.1
 
 
 def test_regrading_the_same_submission_gives_the_same_score():
     kernel = SPEC.kernel("padded")
     results = [grade("padded", kernel.reference.read_text()) for _ in range(REGRADES)]
+    failed = [f"#{i + 1}: {r['status']}: {r['message']} {r.get('stderr', '')}".strip()
+              for i, r in enumerate(results) if r["status"] != "ok"]
+    assert not failed, "re-grading the padded reference failed:\n" + "\n".join(failed)
     ratios = [r["timing"]["ratio"] for r in results]
     perf = [r["score"]["performance"] for r in results]
     spread = (max(perf) - min(perf)) / kernel.points_perf * 100   # in points of 100
