@@ -26,7 +26,9 @@ sgemm_linearize(float* __restrict__ C, const float* __restrict__ A, const float*
     float a[TM], b[TN];
     for (int k0 = 0; k0 < K; k0 += BK) {
 #pragma unroll
-        for (int i = tid; i < BM * BK / 4; i += NT) {          // consecutive threads: consecutive rows
+        for (int p = 0; p < (BM * BK / 4 + NT - 1) / NT; ++p) {
+            const int i = tid + p * NT;
+            if ((BM * BK / 4) % NT != 0 && i >= BM * BK / 4) break;          // consecutive threads: consecutive rows
             const int r = i % BM, c = (i / BM) * 4;
             const float4 v = *reinterpret_cast<const float4*>(&A[(size_t)r * K + k0 + c]);
             As[c + 0][r] = v.x;
@@ -35,7 +37,9 @@ sgemm_linearize(float* __restrict__ C, const float* __restrict__ A, const float*
             As[c + 3][r] = v.w;
         }
 #pragma unroll
-        for (int i = tid; i < BK * BN / 4; i += NT) {
+        for (int p = 0; p < (BK * BN / 4 + NT - 1) / NT; ++p) {
+            const int i = tid + p * NT;
+            if ((BK * BN / 4) % NT != 0 && i >= BK * BN / 4) break;
             const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
             *reinterpret_cast<float4*>(&Bs[r][c]) = *reinterpret_cast<const float4*>(&B[(size_t)(k0 + r) * N + c]);
         }

@@ -26,6 +26,7 @@ inline std::barrier<>* emu_barrier = nullptr;
 #define __shared__ static
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline float fmaf_emu(float a, float b, float c) { return std::fma(a, b, c); }
