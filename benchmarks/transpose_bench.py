@@ -30,6 +30,7 @@ from graders.perf_grade import grade_kernel  # noqa: E402
 NCU_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 NCU_KERNELS = ("tiled", "padded")
 NCU_SHAPE = (4096, 4096)
+NCU_TIMEOUT_S = 90
 BEST_GEOMETRIES = [((32, 8), (32, 32)), ((32, 16), (32, 32)), ((32, 16), (64, 64)), ((32, 8), (64, 32)),
                    ((32, 32), (64, 64))]   # and the spec's default, (32, 8) / (64, 64), graded as "best"
 
@@ -80,9 +81,9 @@ def ncu_bank_conflicts() -> dict:
            "-k", f"regex:^({names})$", sys.executable, str(Path(__file__).resolve()), "--ncu-launch"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT, env=env)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, cwd=ROOT, env=env)
     except subprocess.TimeoutExpired as exc:
-        return {"skipped": "ncu timed out after 240 s", "command": " ".join(cmd),
+        return {"skipped": f"ncu timed out after {NCU_TIMEOUT_S} s", "command": " ".join(cmd),
                 "output_tail": _text(exc.stdout)[-1500:] + _text(exc.stderr)[-1500:]}
     found = parse_ncu_csv(done.stdout)
     if not found:

@@ -124,6 +124,9 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
         except NeedsGPUWorker as exc:
             if os.environ.get("NBGRADER_EXECUTION") == "autograde":
                 print(str(exc), flush=True)
+                # also on the kernel process's own stderr (not the cell's), which nbgrader's console shows:
+                # the autograded notebook, and with it the cell's output, is removed once the kernel dies
+                os.write(2, f"\n[kernel-workshop] {exc}\n".encode())
                 os._exit(NO_GPU_EXIT)   # nbgrader abandons a submission whose kernel died: no zeros recorded
             raise
     print(report(result))

@@ -45,3 +45,28 @@ def write(course: Path, student: str, assignment: str, nb: nbformat.NotebookNode
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
     return path
+
+
+TRANSPOSE_SOLUTIONS = ROOT / "solutions" / "transpose"
+
+
+def transpose_cell(kernel_id: str, source: str, block=None, tile=None) -> str:
+    """A transpose solution cell as a student would fill it: ``<id>_src = r\"\"\"...\"\"\"`` (CUDA C++ in a
+    string), and for a kernel with student geometry (``best``) the ``best_block`` and ``best_tile`` lines."""
+    cell = f'{kernel_id}_src = r"""\n{source.strip()}\n"""'
+    if block is not None or tile is not None:
+        cell += f"\n{kernel_id}_block = {tuple(block)}\n{kernel_id}_tile = {tuple(tile)}"
+    return cell
+
+
+def transpose_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
+    """Solution cells for the transpose notebook, by grade_id: ``sources`` (kernel id -> CUDA source) where
+    given, else the references in solutions/transpose/; ``best`` gets the spec's default geometry."""
+    from graders.kernel_spec import load_spec
+    spec = load_spec("transpose")
+    answers = {}
+    for kid, kernel in spec.kernels.items():
+        source = (sources or {}).get(kid) or kernel.reference.read_text()
+        geometry = kernel.geometry if kernel.student_geometry else None
+        answers[kid] = transpose_cell(kid, source, geometry and geometry.block, geometry and geometry.tile)
+    return answers
