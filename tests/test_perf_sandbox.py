@@ -102,10 +102,12 @@ def fake_ok_answer(ratio: float) -> dict:
 
 
 def test_correct_kernel_scores_on_its_ratio_and_the_report_says_so():
-    result = result_from_child(ChildResult("ok", answer=fake_ok_answer(0.65)), SPEC, SPEC.kernel("padded"), 10)
+    padded = SPEC.kernel("padded")
+    halfway = (padded.floor + padded.target) / 2   # half the speed points
+    result = result_from_child(ChildResult("ok", answer=fake_ok_answer(halfway)), SPEC, padded, 10)
     assert result["score"]["total"] == pytest.approx(1 + 2 * 0.5)
     text = report(result)
-    assert "ratio 0.650" in text and "points: 2.00 / 3" in text and "30 registers" in text
+    assert f"ratio {halfway:.3f}" in text and "points: 2.00 / 3" in text and "30 registers" in text
 
 
 def test_parent_side_patches_do_not_reach_the_childs_timer(monkeypatch):
