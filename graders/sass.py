@@ -159,7 +159,8 @@ def _no_local(sass: str, usage: dict[str, int]) -> str:
     stack = usage.get("STACK", 0)
     if not local and not stack:
         return ""
-    return (f"it uses local memory ({len(local)} local load/store instruction(s), a {stack}-byte stack frame): "
+    seen = (f"{len(local)} local load/store instruction(s), " if sass else "") + f"a {stack}-byte stack frame"
+    return (f"it uses local memory ({seen}): "
             "registers spilled, or an array indexed with a value the compiler cannot resolve at compile time. "
             "Unroll loops over register arrays (#pragma unroll with compile-time bounds) or shrink the thread tile")
 
@@ -177,15 +178,21 @@ REQUIREMENTS = {
 }
 
 
-def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...]) -> tuple[list[str], dict]:
-    """(failures, facts) for ``function`` in ``cubin``: one sentence per unmet requirement, and the counts."""
+def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...], *,
+          disassemble_always: bool = True) -> tuple[list[str], dict]:
+    """(failures, facts) for ``function`` in ``cubin``: one sentence per unmet requirement, and the counts.
+
+    ``no_local`` alone needs only the resource report (milliseconds); the others read the SASS (about a
+    second, nvdisasm), which ``disassemble_always`` also does for the memory-instruction counts."""
     unknown = [r for r in requirements if r not in REQUIREMENTS]
     if unknown:
         raise ValueError(f"unknown SASS requirement(s) {unknown}; known: {sorted(REQUIREMENTS)}")
-    kernels = disassemble(cubin)
-    if function not in kernels:
-        raise ValueError(f"no kernel {function!r} in the cubin; found {sorted(kernels)}")
-    sass = kernels[function]
-    usage = resource_usage(cubin).get(function, {})
-    failures = [msg for msg in (REQUIREMENTS[r][0](sass, usage) for r in requirements) if msg]
-    return failures, {"memory_ops": op_counts(sass), "resources": usage}
+    usage_by_kernel = resource_usage(cubin)
+    if function not in usage_by_kernel:
+        raise ValueError(f"no kernel {function!r} in the cubin; found {sorted(usage_by_kernel)}")
+    usage = usage_by_kernel[function]
+    text = ""
+    if disassemble_always or any(r != "no_local" for r in requirements):
+        text = disassemble(cubin)[function]
+    failures = [msg for msg in (REQUIREMENTS[r][0](text, usage) for r in requirements) if msg]
+    return failures, {"memory_ops": op_counts(text), "resources": usage}

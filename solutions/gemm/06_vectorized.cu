@@ -45,9 +45,15 @@ sgemm_vectorized(float* __restrict__ C, const float* __restrict__ A, const float
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll
-            for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&As[k][trow + i]);
+            for (int i = 0; i < TM; i += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&As[k][trow + i]);
+                a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
+            }
 #pragma unroll
-            for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(&b[j]) = *reinterpret_cast<const float4*>(&Bs[k][tcol + j]);
+            for (int j = 0; j < TN; j += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&Bs[k][tcol + j]);
+                b[j] = v.x; b[j + 1] = v.y; b[j + 2] = v.z; b[j + 3] = v.w;
+            }
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll

@@ -13,11 +13,11 @@
 #define TM (TILE_Y / BLOCK_Y)
 #define TN (TILE_X / BLOCK_X)
 #define NT (BLOCK_X * BLOCK_Y)
-#define SWIZZLE(q) ((q) ^ (((q) >> 3) & 1))
 
 extern "C" __global__ void __launch_bounds__(NT)
 sgemm_swizzle(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K)
 {
+#define SWIZZLE(q) ((q) ^ (((q) >> 3) & 1))
     __shared__ __align__(16) float As[BK][BM + 4];
     __shared__ __align__(16) float4 Bs[BK][BN / 4];
     const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
@@ -50,9 +50,15 @@ sgemm_swizzle(float* __restrict__ C, const float* __restrict__ A, const float* _
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll
-            for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&As[k][trow + i]);
+            for (int i = 0; i < TM; i += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&As[k][trow + i]);
+                a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
+            }
 #pragma unroll
-            for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(&b[j]) = Bs[k][SWIZZLE(tslot + j / 4)];
+            for (int j = 0; j < TN; j += 4) {
+                const float4 v = Bs[k][SWIZZLE(tslot + j / 4)];
+                b[j] = v.x; b[j + 1] = v.y; b[j + 2] = v.z; b[j + 3] = v.w;
+            }
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll

@@ -12,14 +12,14 @@
 #define BM TILE_Y
 #define BN TILE_X
 #define NT (BLOCK_X * BLOCK_Y)
-#define LANES_N (WN / 8)               // lanes across a warp tile (each covers 2 x 4 columns)
-#define LANES_M (32 / LANES_N)         // lanes down it (each covers 2 x 4 rows)
-#define A_LOADS (BM * BK / 4 / NT)     // float4 loads of A per thread per slab
-#define B_LOADS (BK * BN / 4 / NT)
 
 extern "C" __global__ void __launch_bounds__(NT, 2)
 sgemm_warptiling(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K)
 {
+#define LANES_N (WN / 8)               // lanes across a warp tile (each covers 2 x 4 columns)
+#define LANES_M (32 / LANES_N)         // lanes down it (each covers 2 x 4 rows)
+#define A_LOADS (BM * BK / 4 / NT)     // float4 loads of A per thread per slab
+#define B_LOADS (BK * BN / 4 / NT)
     static_assert(LANES_M * 8 == WM && (BM / WM) * (BN / WN) * 32 == NT, "warp tiles must cover the block tile");
     static_assert(A_LOADS * NT * 4 == BM * BK && B_LOADS * NT * 4 == BK * BN, "slabs must split evenly");
     __shared__ __align__(16) float As[2][BK][BM];

@@ -1,6 +1,6 @@
 // kernel: naive
 // expect: compile_error
-// A missing semicolon (line 9 of the cell): the compiler's message names that line of the student's cell.
+// No semicolon at the end of line 9: the compiler reports line 10 (the next statement) of the cell.
 extern "C" __global__ void sgemm_naive(float* C, const float* A, const float* B, int M, int N, int K)
 {
     const int row = blockIdx.y * TILE_Y + threadIdx.y;
