@@ -1,8 +1,8 @@
 // kernel: naive
 // expect: timeout
-// Never finishes: spins on a volatile flag that nothing clears.
+// Never finishes: clock64() is re-read on every pass, so the compiler must keep the loop, which never ends.
 extern "C" __global__ void transpose_naive(float* out, const float* in, int rows, int cols)
 {
-    volatile int spin = 1;
-    while (spin) { }
+    long long start = clock64();
+    while (clock64() >= start) { }
 }

@@ -1,0 +1,57 @@
+"""Seconds per submission for the whole puzzles track, autograded by nbgrader on numba-cuda's simulator.
+
+    python benchmarks/puzzles_sim.py [--repeat N]
+
+Grades the reference and the untouched stub N times each in a scratch course and writes
+benchmarks/results/puzzles-nbgrader-sim-<date>.json (CPU, cores, versions, each run's seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+from nbgrader_course import Course  # noqa: E402
+from workshop import submissions  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    course = Course(Path(tempfile.mkdtemp(prefix="puzzles-bench-")))
+    seconds: dict[str, list[float]] = {"reference": [], "stub": []}
+    for name, answers in (("reference", submissions.reference_answers()), ("stub", {})):
+        for i in range(args.repeat):
+            student = f"{name}{i}"
+            course.submit(student, answers)
+            seconds[name].append(round(course.autograde(student), 1))
+            print(f"{student}: {seconds[name][-1]} s, {sum(course.scores(student).values()):g} points", flush=True)
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    record = {
+        "what": "nbgrader autograde of the puzzles track on the simulator, one submission at a time",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+        "versions": {d: metadata.version(d) for d in ("numba", "numba-cuda", "numpy", "nbgrader")},
+        "seconds_per_submission": seconds,
+        "median_s": {k: statistics.median(v) for k, v in seconds.items()},
+    }
+    out = ROOT / "benchmarks" / "results" / f"puzzles-nbgrader-sim-{datetime.date.today()}.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
