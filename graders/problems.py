@@ -105,12 +105,21 @@ class GemmExpected:
     bound: Tensor   # float64, M x N: ELEMENT_RTOL * (|A| @ |B|) + a tiny absolute floor
 
 
-def _gemm_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+INPUT_GUARD = 1 << 18   # NaN floats fenced before and after A and B (1 MiB each side)
+
+
+def _fenced_randn(rows: int, cols: int, gen: Any) -> Tensor:
+    """A random rows x cols matrix inside a NaN-filled buffer: a read past either end of it gives NaN."""
     import torch
+    buffer = torch.full((rows * cols + 2 * INPUT_GUARD,), float("nan"), device=gen.device, dtype=torch.float32)
+    body = buffer[INPUT_GUARD:INPUT_GUARD + rows * cols]
+    body.normal_(generator=gen)
+    return body.view(rows, cols)
+
+
+def _gemm_inputs(shape: Shape, gen: Any) -> list[Tensor]:
     m, n, k = shape
-    a = torch.randn((m, k), generator=gen, device=gen.device, dtype=torch.float32)
-    b = torch.randn((k, n), generator=gen, device=gen.device, dtype=torch.float32)
-    return [a, b]
+    return [_fenced_randn(m, k, gen), _fenced_randn(k, n, gen)]
 
 
 def _gemm_reference(inputs: list[Tensor]) -> GemmExpected:
@@ -121,7 +130,8 @@ def _gemm_reference(inputs: list[Tensor]) -> GemmExpected:
 def gemm_mismatch(out: Tensor, expected: GemmExpected) -> str:
     """'' if fp32 ``out`` matches the float64 reference within the tolerances above, else what is wrong.
 
-    NaN anywhere (the output is poisoned with NaN before every run) fails, as an element never written.
+    NaN anywhere fails: C is poisoned with NaN before every run (an element never written stays NaN), and
+    A and B sit between NaN guards (a read past their ends makes NaN).
     """
     import torch
     c = expected.c
@@ -136,7 +146,8 @@ def gemm_mismatch(out: Tensor, expected: GemmExpected) -> str:
     parts = []
     if int(nan.sum()):
         i, j = (int(v) for v in nan.nonzero()[0])
-        parts.append(f"{int(nan.sum())} of {out.numel()} values never written (still NaN), the first C[{i}][{j}]")
+        parts.append(f"{int(nan.sum())} of {out.numel()} values are NaN (never written, or computed from a read "
+                     f"outside A or B, which are fenced with NaN), the first C[{i}][{j}]")
     if count:
         i, j = (int(v) for v in bad.nonzero()[0])
         parts.append(f"{count} of {out.numel()} values outside the fp32 tolerance; first at C[{i}][{j}]: "
