@@ -76,41 +76,49 @@ def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator, targ
     return result
 
 
-GUARD = 16   # NaN elements around each GPU array along every axis: catch out-of-bounds accesses
+GUARD = 16   # guard elements around each GPU array along every axis: catch out-of-bounds accesses
+READ_POISON = np.array([0x7FC0DEAD], dtype=np.uint32).view(np.float32)[0]   # a NaN: reads past inputs
+WRITE_SENTINEL = np.float32(-1.2345e37)                                      # writes past `out` change it
 
 
 def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray]) -> np.ndarray:
-    """Launch on the GPU with every array inside a NaN guard band.
+    """Launch on the GPU with every array inside a guard band, checked bit for bit afterwards.
 
-    An out-of-bounds read then yields NaN (a wrong answer) and an out-of-bounds write lands in the band,
-    which must still be all NaN afterwards, so the GPU fails such a kernel as the simulator does.
+    Input bands hold NaN, so an out-of-bounds read gives a wrong answer; the output's band holds a finite
+    sentinel, so any out-of-bounds write (NaN included) shows, as it does in the simulator.
     """
-    hosts = [_guarded(x) for x in [out, *inputs]]
+    arrays = [out, *inputs]
+    hosts = [_guarded(x, WRITE_SENTINEL if k == 0 else READ_POISON) for k, x in enumerate(arrays)]
     devices = [cuda.to_device(h) for h in hosts]
-    views = [d[tuple(slice(GUARD, GUARD + n) for n in x.shape)] for d, x in zip(devices, [out, *inputs])]
+    views = [d[_interior(x.shape)] for d, x in zip(devices, arrays)]
     kernel[case.blocks, case.threads](*views, *case.scalars)
     cuda.synchronize()
     names = _argument_names(kernel, len(views) + len(case.scalars))
     for name, device, host in zip(names, devices, hosts):
-        after = device.copy_to_host()
-        band = np.ones(after.shape, dtype=bool)
-        band[tuple(slice(GUARD, n - GUARD) for n in after.shape)] = False
-        written = band & ~np.isnan(after)
-        if written.any():
-            where = tuple(int(i) - GUARD for i in np.argwhere(written)[0])
-            raise IndexError(f"out-of-bounds write to {name}[{', '.join(map(str, where))}] "
-                             f"(shape {_inner(host)})")
+        if where := guard_violation(host, device.copy_to_host()):
+            shape = tuple(n - 2 * GUARD for n in host.shape)
+            raise IndexError(f"out-of-bounds write to {name}[{', '.join(map(str, where))}] (shape {shape})")
     return views[0].copy_to_host()
 
 
-def _guarded(x: np.ndarray) -> np.ndarray:
-    big = np.full(tuple(n + 2 * GUARD for n in x.shape), np.nan, dtype=x.dtype)
-    big[tuple(slice(GUARD, GUARD + n) for n in x.shape)] = x
+def guard_violation(before: np.ndarray, after: np.ndarray) -> tuple[int, ...] | None:
+    """The first guard-band position (as an index of the inner array) whose bits changed, if any."""
+    band = np.ones(before.shape, dtype=bool)
+    band[tuple(slice(GUARD, n - GUARD) for n in before.shape)] = False
+    changed = band & (before.view(np.uint32) != after.view(np.uint32))
+    if not changed.any():
+        return None
+    return tuple(int(i) - GUARD for i in np.argwhere(changed)[0])
+
+
+def _interior(shape: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(GUARD, GUARD + n) for n in shape)
+
+
+def _guarded(x: np.ndarray, fill: np.float32) -> np.ndarray:
+    big = np.full(tuple(n + 2 * GUARD for n in x.shape), fill, dtype=x.dtype)
+    big[_interior(x.shape)] = x
     return big
-
-
-def _inner(host: np.ndarray) -> tuple[int, ...]:
-    return tuple(n - 2 * GUARD for n in host.shape)
 
 
 def _argument_names(kernel, count: int) -> list[str]:

@@ -91,3 +91,18 @@ def test_gpu_launch_path_runs_kernels_on_guarded_views():
     inputs = puzzle.make_inputs(case, np.random.default_rng(0))
     out = _launch_on_gpu(kernel, case, np.full(case.out, np.nan, np.float32), inputs)
     np.testing.assert_allclose(out, puzzle.expected(case, inputs))
+
+
+def test_guard_band_catches_any_write_past_the_array_even_nan():
+    """On the GPU an out-of-bounds write lands in the guard band; NaN written there must show too."""
+    import numpy as np
+    from graders.puzzle_child import GUARD, WRITE_SENTINEL, _guarded, guard_violation
+    before = _guarded(np.zeros((4,), np.float32), WRITE_SENTINEL)
+    assert guard_violation(before, before.copy()) is None
+    after = before.copy()
+    after[GUARD + 5] = np.nan          # out[5] of a 4-element output
+    assert guard_violation(before, after) == (5,)
+    grid = _guarded(np.zeros((2, 3), np.float32), WRITE_SENTINEL)
+    touched = grid.copy()
+    touched[GUARD + 1, GUARD + 3] = 1.0  # out[1, 3]: one column past the end of row 1
+    assert guard_violation(grid, touched) == (1, 3)
