@@ -1,0 +1,26 @@
+# GPU grading worker: nbgrader + this package on a CUDA runtime image. Needs the NVIDIA container toolkit
+# (`docker run --gpus all`). Build from the repo root:
+#   docker build -f docker/worker.Dockerfile -t kernel-workshop-worker .
+#   docker run --gpus all -v "$PWD":/course -w /course kernel-workshop-worker nbgrader autograde puzzles
+# Not built in CI: the development machines have no Docker engine (see the closing notes of issue 3).
+FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04
+
+RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv \
+    && rm -rf /var/lib/apt/lists/*
+RUN python3 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+
+WORKDIR /opt/kernel-workshop
+COPY pyproject.toml README.md ./
+COPY puzzles puzzles
+COPY graders graders
+COPY gradebook gradebook
+COPY workshop workshop
+COPY assignments assignments
+COPY solutions solutions
+# torch's CUDA build (the worker needs it for buffers and the cuBLAS baseline), then the package itself.
+RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cu130 \
+    && pip install --no-cache-dir -e .
+RUN python -m ipykernel install --sys-prefix --name python3
+
+CMD ["nbgrader", "--help"]
