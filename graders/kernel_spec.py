@@ -8,7 +8,8 @@ nbgrader grade_id of its test cell), ``function`` (the ``extern "C"`` name), ``k
 (x, y), ``tile`` the elements one block covers (x = columns, y = rows), a multiple of ``block`` (so each
 thread handles tile/block elements); the grid follows from the shape. ``student_geometry = true`` lets the
 student pick block and tile (the spec's are defaults). The kernel sees them as ``BLOCK_X``, ``BLOCK_Y``,
-``TILE_X``, ``TILE_Y``.
+``TILE_X``, ``TILE_Y``. ``params`` (a table of NAME = positive int, e.g. ``{ BK = 8 }``) are more
+compile-time parameters, ``#define``d the same way; with ``student_geometry`` the student may set them too.
 
 Perf curve: ``floor`` and ``target`` are ratios of the kernel's speed to the problem's baseline measured
 in the same run (see `graders.scoring`).
@@ -16,6 +17,7 @@ in the same run (see `graders.scoring`).
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +29,7 @@ MAX_THREADS = 1024
 
 _ASSIGNMENT_KEYS = {"name", "requires_gpu", "time_budget_s", "targets"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
-              "points_perf", "student_geometry"}
+              "points_perf", "student_geometry", "params"}
 _KERNEL_KEYS = {"id", "function", "kind", "reference"} | _INHERITED
 
 
@@ -39,10 +41,11 @@ class SpecError(ValueError):
 class Geometry:
     block: tuple[int, int]
     tile: tuple[int, int]
+    params: tuple[tuple[str, int], ...] = ()   # more #defines (template parameters), sorted by name
 
     def defines(self) -> dict[str, int]:
         return {"BLOCK_X": self.block[0], "BLOCK_Y": self.block[1], "TILE_X": self.tile[0],
-                "TILE_Y": self.tile[1]}
+                "TILE_Y": self.tile[1], **dict(self.params)}
 
     @property
     def elements_per_thread(self) -> int:
@@ -157,7 +160,8 @@ def _parse_kernel(raw: dict, path: Path, where: str) -> KernelSpec:
         id=_typed(raw, "id", str, where),
         function=_typed(raw, "function", str, where),
         kind=kind,
-        geometry=make_geometry(_pair(raw, "block", where), _pair(raw, "tile", where), where),
+        geometry=make_geometry(_pair(raw, "block", where), _pair(raw, "tile", where), where,
+                               _params(raw.get("params", {}), where)),
         student_geometry=_typed(raw, "student_geometry", bool, where, default=False),
         check_shapes=tuple(_shape(s, rank, f"{where} check_shapes") for s in check_shapes),
         perf_shape=_shape(raw.get("perf_shape"), rank, f"{where} perf_shape"),
@@ -169,28 +173,59 @@ def _parse_kernel(raw: dict, path: Path, where: str) -> KernelSpec:
     )
 
 
-def make_geometry(block: tuple[int, int], tile: tuple[int, int], where: str = "geometry") -> Geometry:
+def make_geometry(block: tuple[int, int], tile: tuple[int, int], where: str = "geometry",
+                  params: dict[str, int] | None = None) -> Geometry:
     if min(block) < 1 or min(tile) < 1:
         raise SpecError(f"{where}: block and tile sizes must be positive, got block={block}, tile={tile}")
     if block[0] * block[1] > MAX_THREADS:
         raise SpecError(f"{where}: a block of {block[0]}x{block[1]} threads is more than {MAX_THREADS}")
     if tile[0] % block[0] or tile[1] % block[1]:
         raise SpecError(f"{where}: tile {tile[0]}x{tile[1]} must be a multiple of block {block[0]}x{block[1]}")
-    return Geometry(block, tile)
+    return Geometry(block, tile, tuple(sorted(_params(params or {}, where).items())))
 
 
-def resolve_geometry(kernel: KernelSpec, block=None, tile=None) -> Geometry:
-    """The geometry to launch with: the spec's, or the student's where the spec allows it."""
-    if block is None and tile is None:
+_PARAM_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_GEOMETRY_NAMES = {"BLOCK_X", "BLOCK_Y", "TILE_X", "TILE_Y"}
+
+
+def _params(value, where: str) -> dict[str, int]:
+    """A table of compile-time parameters: upper-case NAME = positive int, not a geometry name."""
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: params must be a table of NAME = int, got {value!r}")
+    for name, v in value.items():
+        if not isinstance(name, str) or not _PARAM_NAME.fullmatch(name) or name in _GEOMETRY_NAMES:
+            raise SpecError(f"{where}: parameter name {name!r} must be upper case (A-Z, 0-9, _) and not one of "
+                            f"{sorted(_GEOMETRY_NAMES)}")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise SpecError(f"{where}: parameter {name} must be a positive int, got {v!r}")
+    return dict(value)
+
+
+def resolve_geometry(kernel: KernelSpec, block=None, tile=None, params=None) -> Geometry:
+    """The geometry to launch with: the spec's, or the student's where the spec allows it.
+
+    The student's ``params`` are merged over the spec's (the spec's names only)."""
+    if block is None and tile is None and params is None:
         return kernel.geometry
     if not kernel.student_geometry:
         raise SpecError(f"kernel {kernel.id!r} has a fixed launch geometry (block {kernel.geometry.block}, "
-                        f"tile {kernel.geometry.tile}); don't pass block or tile")
+                        f"tile {kernel.geometry.tile}" + (f", params {dict(kernel.geometry.params)}"
+                                                          if kernel.geometry.params else "")
+                        + "); don't pass block, tile or params")
+    spec_params = dict(kernel.geometry.params)
+    if params is not None:
+        if not isinstance(params, dict):
+            raise SpecError(f"params must be a dict of NAME: int, got {params!r}")
+        unknown = set(params) - set(spec_params)
+        if unknown:
+            raise SpecError(f"kernel {kernel.id!r} has no parameter(s) {sorted(unknown)}; "
+                            f"its parameters: {sorted(spec_params) or 'none'}")
+        spec_params |= params
     block = tuple(block) if block is not None else kernel.geometry.block
     tile = tuple(tile) if tile is not None else kernel.geometry.tile
     if len(block) != 2 or len(tile) != 2 or not all(isinstance(v, int) for v in (*block, *tile)):
         raise SpecError(f"block and tile must be pairs of ints (x, y), got block={block}, tile={tile}")
-    return make_geometry(block, tile, f"kernel {kernel.id!r}")
+    return make_geometry(block, tile, f"kernel {kernel.id!r}", spec_params)
 
 
 def _no_unknown(table: dict, allowed: set[str], where: str) -> None:

@@ -104,7 +104,8 @@ class Harness:
         with torch.cuda.stream(self.torch_stream):
             expected = self.problem.reference(inputs)
         torch.cuda.synchronize()
-        wrong = mismatch(out, expected, self.problem.atol)
+        compare = self.problem.compare   # a problem's own tolerance (sgemm), else elementwise with atol
+        wrong = compare(out, expected) if compare else mismatch(out, expected, self.problem.atol)
         return {"shape": list(shape), "ok": not wrong, "status": "incorrect" if wrong else "ok",
                 "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
 
@@ -170,7 +171,7 @@ def _is_cuda_error(exc: Exception) -> bool:
 def handle(request: dict) -> dict:
     spec = load_spec(request["spec_path"])
     kernel: KernelSpec = spec.kernel(request["kernel_id"])
-    geometry = resolve_geometry(kernel, request.get("block"), request.get("tile"))
+    geometry = resolve_geometry(kernel, request.get("block"), request.get("tile"), request.get("params"))
     problem = PROBLEMS[kernel.kind]
     import torch
     if not torch.cuda.is_available():
@@ -179,6 +180,8 @@ def handle(request: dict) -> dict:
     seed = int(request.get("seed") or int.from_bytes(os.urandom(8), "little") >> 1)
     result: dict = {"kernel_id": kernel.id, "geometry": {"block": list(geometry.block),
                                                           "tile": list(geometry.tile)}, "seed": seed}
+    if geometry.params:
+        result["geometry"]["params"] = dict(geometry.params)
     phase = "starting CUDA"
     try:
         harness = Harness(problem, geometry, float(request.get("memory_fraction", 0.25)), seed)

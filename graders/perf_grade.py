@@ -37,19 +37,20 @@ class KernelFailed(AssertionError):
     """A kernel failed its hidden test; the message says why."""
 
 
-def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None,
+def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
                  budget_s: float | None = None, timeout_s: float | None = None,
                  memory_fraction: float = 0.25) -> dict:
     """Check and time one kernel in a child process; the result dict of `result_from_child`."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
-    geometry = resolve_geometry(kernel, block, tile)
+    geometry = resolve_geometry(kernel, block, tile, params)
     if spec.requires_gpu:
         require_gpu(f"Grading {spec.name}/{kernel_id}")
     budget = budget_s if budget_s is not None else _budget_from_env(spec.time_budget_s)
     request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source,
                "block": list(geometry.block) if block is not None else None,
                "tile": list(geometry.tile) if tile is not None else None,
+               "params": dict(params) if params is not None else None,
                "budget_s": budget, "memory_fraction": memory_fraction}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env())
@@ -136,15 +137,17 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
     return round(result["score"]["total"], 4)
 
 
-def check_compiles(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None) -> dict:
+def check_compiles(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None,
+                   params=None) -> dict:
     """Compile one kernel as the grader will (no GPU needed); print its resources, raise `CompileError`."""
     kernel = load_spec(assignment).kernel(kernel_id)
-    geometry = resolve_geometry(kernel, block, tile)
+    geometry = resolve_geometry(kernel, block, tile, params)
     gpu = detect_gpu()
     compiled = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(),
                             arch=gpu.arch if gpu else DEFAULT_ARCH)
     usage = compiled.resources.get(kernel.function, UNKNOWN)   # ptxas's report is best-effort
     print(f"{kernel.function} compiles for {compiled.arch}: {usage.summary()}. "
-          f"Block {geometry.block[0]}x{geometry.block[1]} threads, tile {geometry.tile[0]}x{geometry.tile[1]}. "
+          f"Block {geometry.block[0]}x{geometry.block[1]} threads, tile {geometry.tile[0]}x{geometry.tile[1]}"
+          + "".join(f", {k} = {v}" for k, v in geometry.params) + ". "
           "Correctness and speed are checked on the GPU worker.")
     return compiled.resources_dict()
