@@ -1,0 +1,273 @@
+"""The GEMM worklog without a GPU: the spec, compiling every kernel, the sgemm tolerances, scoring, the
+autotuning rules, the notebook, and the refusal to grade (rather than zero) on a machine without a GPU."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graders.cuda_compile import CompileError, compile_cuda
+from graders.kernel_spec import SpecError, load_spec, resolve_geometry
+from graders.perf_grade import check_compiles
+from graders.problems import PROBLEMS, gemm_mismatch
+from graders.scoring import score_kernel
+from graders.structure import (check_search, config_problem, expand_space, load_structure, score_autotuned,
+                               tune_launch)
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = load_spec("gemm")
+WRONG = sorted((ROOT / "solutions/gemm/wrong").glob("*.cu"))
+ORDER = ["naive", "coalesced", "smem", "blocktile1d", "blocktile2d", "vectorized", "linearize", "swizzle",
+         "autotuned", "warptiling"]
+
+
+def tag(path: Path, key: str) -> str:
+    return next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
+                if line.startswith(f"// {key}:"))
+
+
+# --- spec ---------------------------------------------------------------------------------------------
+
+def test_spec_lists_the_ten_kernels_in_order():
+    assert list(SPEC.kernels) == ORDER
+    assert [k.reference.name[:2] for k in SPEC.kernels.values()] == [f"{i:02d}" for i in range(1, 11)]
+    assert all(k.kind == "sgemm" and k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
+    assert SPEC.targets == "provisional" and SPEC.requires_gpu
+
+
+def test_sizes_any_for_kernels_1_to_5_and_multiples_for_6_to_10():
+    for kid in ORDER[:5]:
+        shapes = SPEC.kernel(kid).check_shapes
+        assert any(m % 128 or n % 128 or k % 32 for m, n, k in shapes), kid     # not multiples of the tile
+        assert (1, 1, 1) in shapes
+    for kid in ORDER[5:]:
+        assert all(m % 128 == 0 and n % 128 == 0 and k % 32 == 0 for m, n, k in SPEC.kernel(kid).check_shapes)
+
+
+def test_params_become_defines():
+    assert SPEC.kernel("smem").geometry.defines()["BK"] == 32
+    assert SPEC.kernel("warptiling").geometry.defines() == {"BLOCK_X": 16, "BLOCK_Y": 16, "TILE_X": 128,
+                                                            "TILE_Y": 128, "BK": 16, "WM": 64, "WN": 32}
+    assert "BK" not in SPEC.kernel("naive").geometry.defines()
+
+
+def test_params_are_the_students_only_where_the_spec_says_so():
+    with pytest.raises(SpecError, match="fixed launch geometry"):
+        resolve_geometry(SPEC.kernel("vectorized"), params={"BK": 16})
+    tuned = resolve_geometry(SPEC.kernel("autotuned"), (8, 16), (64, 128), {"BK": 32})
+    assert tuned.defines() == {"BLOCK_X": 8, "BLOCK_Y": 16, "TILE_X": 64, "TILE_Y": 128, "BK": 32}
+    with pytest.raises(SpecError, match="no parameter"):
+        resolve_geometry(SPEC.kernel("autotuned"), params={"WM": 64})
+
+
+def test_bad_params_in_a_spec_are_reported(tmp_path):
+    text = (ROOT / "assignments/gemm/spec.toml").read_text().replace("params = { BK = 32 }", "params = { bk = 32 }")
+    (tmp_path / "spec.toml").write_text(text)
+    with pytest.raises(SpecError, match="parameter name 'bk' must be upper case"):
+        load_spec(tmp_path / "spec.toml")
+
+
+# --- compiling ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel_id", ORDER)
+def test_reference_compiles_to_a_cubin_without_spills(kernel_id):
+    kernel = SPEC.kernel(kernel_id)
+    compiled = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,),
+                            defines=kernel.geometry.defines(), arch="sm_90")
+    assert compiled.cubin[:4] == b"\x7fELF"
+    usage = compiled.resources[kernel.function]
+    assert usage.spill_stores == usage.spill_loads == 0
+
+
+def test_check_compiles_prints_the_launch_and_params(capsys):
+    check_compiles("gemm", "warptiling", SPEC.kernel("warptiling").reference.read_text())
+    out = capsys.readouterr()
+    assert "Block 16x16 threads, tile 128x128, BK = 16, WM = 64, WN = 32." in out.out and out.err == ""
+
+
+@pytest.mark.parametrize("path", [p for p in WRONG if tag(p, "expect") != "compile_error"], ids=lambda p: p.stem)
+def test_wrong_solutions_compile(path):
+    kernel = SPEC.kernel(tag(path, "kernel"))
+    compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+
+
+def test_broken_kernel_gives_a_readable_error():
+    with pytest.raises(CompileError) as info:
+        check_compiles("gemm", "naive", (ROOT / "solutions/gemm/wrong/compile_error.cu").read_text())
+    message = str(info.value)
+    assert message.startswith("Your CUDA code did not compile:")
+    assert 'line 10: error: expected a ";"' in message and "NVRTC_ERROR" not in message
+
+
+def test_undefined_parameter_is_a_compile_error_naming_it():
+    source = 'extern "C" __global__ void sgemm_naive(float* C, const float* A, const float* B, int M, int N, int K)\n' \
+             '{ __shared__ float t[BK]; t[0] = 0; C[0] = t[0]; }\n'
+    with pytest.raises(CompileError, match='identifier "BK" is undefined'):
+        check_compiles("gemm", "naive", source)
+
+
+# --- the sgemm problem --------------------------------------------------------------------------------
+
+def _product(m, n, k, seed=0):
+    import torch
+    gen = torch.Generator().manual_seed(seed)
+    a, b = PROBLEMS["sgemm"].make_inputs((m, n, k), gen)
+    return a, b, PROBLEMS["sgemm"].reference([a, b])
+
+
+def test_inputs_are_fenced_with_nan():
+    import torch
+    from graders.problems import INPUT_GUARD
+    a, b = PROBLEMS["sgemm"].make_inputs((3, 5, 7), torch.Generator().manual_seed(0))
+    assert a.shape == (3, 7) and b.shape == (7, 5) and a.is_contiguous()
+    assert not torch.isnan(a).any() and not torch.isnan(b).any()
+    whole = a.untyped_storage().nbytes() // 4
+    assert whole == 3 * 7 + 2 * INPUT_GUARD and a.storage_offset() == INPUT_GUARD
+    beyond = torch.empty(0).set_(a.untyped_storage(), INPUT_GUARD + 21, (1,))
+    assert torch.isnan(beyond).all()
+
+
+def test_sgemm_problem_shape_grid_and_work():
+    p = PROBLEMS["sgemm"]
+    assert p.shape_names == ("M", "N", "K") and p.sizes((3, 5, 7)) == (3, 5, 7)
+    assert p.grid((1000, 1030, 77), (128, 64)) == (9, 16, 1)      # x over N, y over M
+    assert p.work((4096, 4096, 4096)) == 2 * 4096 ** 3 and p.work_unit == "FLOP"
+    assert "TF32 off" in p.baseline_name
+
+
+def test_fp32_product_passes_and_mistakes_fail():
+    import torch
+    a, b, expected = _product(300, 200, 1000)
+    good = a @ b                                   # fp32, a different summation order from float64
+    assert gemm_mismatch(good, expected) == ""
+    one_wrong = good.clone()
+    one_wrong[17, 3] += 0.05 * float(expected.bound[17, 3] / 1e-3)   # 5% of |A||B| off, one element
+    assert "1 of 60000 values outside the fp32 tolerance; first at C[17][3]" in gemm_mismatch(one_wrong, expected)
+    unwritten = good.clone()
+    unwritten[299, 199] = float("nan")
+    message = gemm_mismatch(unwritten, expected)
+    assert "1 of 60000 values are NaN (never written, or computed from a read outside A or B" in message
+    assert "the first C[299][199]" in message
+    dropped = (a[:, :992] @ b[:992]).contiguous()  # the last 8 of K = 1000 products missing
+    assert "relative Frobenius error" in gemm_mismatch(dropped, expected) and gemm_mismatch(dropped, expected)
+    assert gemm_mismatch(torch.zeros_like(good), expected)
+
+
+def test_tf32_like_rounding_fails():
+    """A kernel on TF32 tensor cores (10-bit mantissa inputs) is not an fp32 SGEMM."""
+    import torch
+    a, b, expected = _product(128, 128, 512, seed=1)
+
+    def tf32(x):
+        return (x.view(torch.int32) & ~0x1FFF).view(torch.float32)
+    assert gemm_mismatch(tf32(a) @ tf32(b), expected)
+
+
+# --- scoring ------------------------------------------------------------------------------------------
+
+def test_scores_follow_the_curve():
+    k = SPEC.kernel("warptiling")
+    assert score_kernel(k, True, k.target).total == k.points == 5
+    assert score_kernel(k, True, k.floor).total == k.points_correct
+    mid = score_kernel(k, True, (k.floor + k.target) / 2)
+    assert mid.performance == pytest.approx(k.points_perf / 2)
+    assert score_kernel(k, False, 2.0).total == 0
+
+
+# --- autotuning ---------------------------------------------------------------------------------------
+
+def test_tune_launch_maps_a_configuration():
+    assert tune_launch({"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4}) == \
+        {"block": (16, 16), "tile": (64, 128), "params": {"BK": 16}}
+
+
+@pytest.mark.parametrize("config, why", [
+    ({"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 6}, "multiples of 4"),
+    ({"BM": 256, "BN": 128, "BK": 8, "TM": 8, "TN": 8}, "divide 128"),
+    ({"BM": 128, "BN": 128, "BK": 64, "TM": 8, "TN": 8}, "BK must divide 32"),
+    ({"BM": 128, "BN": 128, "BK": 8, "TM": 4, "TN": 4}, "1024 threads; allowed") ,
+    ({"BM": 128, "BN": 128, "BK": 8, "TM": 8}, "exactly the keys"),
+])
+def test_invalid_configurations_are_explained(config, why):
+    rules = load_structure("gemm").autotune
+    if why == "1024 threads; allowed":
+        config = {"BM": 128, "BN": 128, "BK": 8, "TM": 4, "TN": 4}   # 32 x 32 = 1024 threads: allowed
+        assert config_problem(config, rules) == ""
+        return
+    assert why in config_problem(config, rules)
+
+
+def test_search_space_needs_enough_configurations_and_the_choice_in_it(capsys):
+    source = SPEC.kernel("autotuned").reference.read_text()
+    choice = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+    with pytest.raises(AssertionError, match="at least 4"):
+        check_search("gemm", source, {"BM": [128], "BN": [128], "BK": [8], "TM": [8], "TN": [8]}, choice)
+    with pytest.raises(AssertionError, match="not in the search space"):
+        check_search("gemm", source, {"BM": [64, 128], "BN": [64], "BK": [8, 16], "TM": [8], "TN": [8]}, choice)
+    assert len(expand_space({"BM": [64, 128], "BN": [64, 128], "BK": [8], "TM": [8], "TN": [4, 8]})) == 8
+    assert capsys.readouterr().err == ""
+
+
+def test_notebook_search_space_passes(capsys):
+    cells = _notebook_cells()
+    namespace: dict = {}
+    exec(_strip(cells["autotuned"]), namespace)
+    assert check_search("gemm", namespace["autotuned_src"], namespace["autotuned_space"],
+                        namespace["autotuned_choice"]) == load_structure("gemm").autotune.points
+    assert capsys.readouterr().err == ""
+
+
+# --- notebook -----------------------------------------------------------------------------------------
+
+def _notebook_cells() -> dict[str, str]:
+    cells = json.loads((ROOT / "assignments/gemm/gemm.ipynb").read_text())["cells"]
+    return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells if "nbgrader" in c["metadata"]}
+
+
+def _strip(source: str) -> str:
+    return source.replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION\n", "")
+
+
+def test_committed_notebook_is_up_to_date():
+    done = subprocess.run([sys.executable, str(ROOT / "solutions/gemm/build_notebook.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_notebook_cells_match_the_spec_and_compile(capsys):
+    cells = json.loads((ROOT / "assignments/gemm/gemm.ipynb").read_text())["cells"]
+    meta = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"] for c in cells if "nbgrader" in c["metadata"]}
+    sources = _notebook_cells()
+    structure = load_structure("gemm")
+    namespace: dict = {}
+    exec(sources["setup"], namespace)
+    for kid, kernel in SPEC.kernels.items():
+        assert meta[kid]["solution"] and "### BEGIN SOLUTION" in sources[kid]
+        assert meta[f"{kid}_score"]["grade"] and meta[f"{kid}_score"]["points"] == kernel.points
+        assert "### BEGIN HIDDEN TESTS" in sources[f"{kid}_score"]
+        exec(_strip(sources[kid]), namespace)
+        exec(sources[f"{kid}_check"], namespace)          # compiles, prints resources
+    for check in structure.checks.values():
+        assert meta[check.id]["grade"] and meta[check.id]["points"] == check.points
+        assert f"check_sass('gemm', '{check.id}'" in sources[check.id]
+    assert meta["autotuned_search"]["points"] == structure.autotune.points
+    total = sum(m.get("points", 0) for m in meta.values())
+    assert total == sum(k.points for k in SPEC.kernels.values()) + sum(c.points for c in structure.checks.values()) + 1
+    assert capsys.readouterr().err == ""
+
+
+# --- no GPU -------------------------------------------------------------------------------------------
+
+def test_grading_without_a_gpu_refuses_instead_of_scoring_zero(monkeypatch):
+    from graders.gpu import NeedsGPUWorker
+    monkeypatch.setenv("KERNEL_WORKSHOP_GPU", "0")
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    from graders.perf_grade import score
+    with pytest.raises(NeedsGPUWorker):
+        score("gemm", "naive", SPEC.kernel("naive").reference.read_text())
+    with pytest.raises(NeedsGPUWorker):
+        score_autotuned("gemm", SPEC.kernel("autotuned").reference.read_text(),
+                        {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8})
