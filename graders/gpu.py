@@ -2,7 +2,7 @@
 
 The probe runs in a short-lived subprocess (``cuInit`` + device count through cuda.bindings), so the caller
 (a notebook kernel, the autograder) never creates a CUDA context, loads the driver or holds GPU memory.
-``KERNEL_WORKSHOP_GPU=0`` forces "no GPU" (CPU-only workers, tests).
+``WORKSHOP_GPU=0`` forces "no GPU" (CPU-only workers, tests).
 
 ``python -m graders.gpu --require`` exits with status 3 and a message when no GPU is present: run it
 before autograding a GPU-only assignment, so a CPU-only worker stops instead of recording zeros.
@@ -56,7 +56,7 @@ class GpuInfo:
 @functools.cache
 def detect_gpu() -> GpuInfo | None:
     """The first CUDA GPU, or None. Cached for the life of the process."""
-    if os.environ.get("KERNEL_WORKSHOP_GPU") == "0":
+    if os.environ.get("WORKSHOP_GPU") == "0":
         return None
     try:
         probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60)

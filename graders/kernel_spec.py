@@ -91,12 +91,12 @@ class AssignmentSpec:
 def spec_path(assignment: str | Path) -> Path:
     """A spec file given directly, or ``assignments/<name>/spec.toml`` under the project root.
 
-    The root is ``KERNEL_WORKSHOP_ROOT`` if set, else the checkout this package is in.
+    The root is ``WORKSHOP_ROOT`` if set, else the checkout this package is in.
     """
     path = Path(assignment)
     if path.suffix == ".toml":
         return path
-    root = Path(os.environ.get("KERNEL_WORKSHOP_ROOT", ROOT))
+    root = Path(os.environ.get("WORKSHOP_ROOT", ROOT))
     return root / "assignments" / str(assignment) / "spec.toml"
 
 

@@ -263,7 +263,7 @@ def test_notebook_cells_match_the_spec_and_compile(capsys):
 
 def test_grading_without_a_gpu_refuses_instead_of_scoring_zero(monkeypatch):
     from graders.gpu import NeedsGPUWorker
-    monkeypatch.setenv("KERNEL_WORKSHOP_GPU", "0")
+    monkeypatch.setenv("WORKSHOP_GPU", "0")
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     from graders.perf_grade import score
     with pytest.raises(NeedsGPUWorker):

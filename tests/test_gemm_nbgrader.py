@@ -64,7 +64,7 @@ def test_the_stub_fails_to_compile_with_a_message(course):
 
 
 def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):
-    monkeypatch.setenv("KERNEL_WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
+    monkeypatch.setenv("WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
     nbg.add_student(course.root, "cpu", "Cpu", "Worker")
     submissions.write(course.root, "cpu", "gemm", submissions.fill(course.release, reference_answers()))
     done = nbg.nbgrader(course.root, "autograde", "gemm", "--student=cpu", "--force", check=False)

@@ -22,7 +22,7 @@ SPEC = load_spec("transpose")
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    monkeypatch.setenv("KERNEL_WORKSHOP_GPU", "0")
+    monkeypatch.setenv("WORKSHOP_GPU", "0")
     gpu.detect_gpu.cache_clear()
     yield
     gpu.detect_gpu.cache_clear()
@@ -45,7 +45,7 @@ def test_grading_without_a_gpu_stops_with_a_clear_message(no_gpu):
 def test_autograding_without_a_gpu_ends_the_notebook_kernel_instead_of_scoring_zero():
     code = ("from graders.perf_grade import score\n"
             "print('points', score('transpose', 'naive', 'irrelevant'))\n")
-    env = {**os.environ, "KERNEL_WORKSHOP_GPU": "0", "NBGRADER_EXECUTION": "autograde", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "WORKSHOP_GPU": "0", "NBGRADER_EXECUTION": "autograde", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == NO_GPU_EXIT
     assert "needs a GPU worker" in done.stdout and "points" not in done.stdout
@@ -55,7 +55,7 @@ def test_autograding_without_a_gpu_ends_the_notebook_kernel_instead_of_scoring_z
 
 
 def test_require_gpu_command_fails_without_a_gpu():
-    env = {**os.environ, "KERNEL_WORKSHOP_GPU": "0"}
+    env = {**os.environ, "WORKSHOP_GPU": "0"}
     done = subprocess.run([sys.executable, "-m", "graders.gpu", "--require"], env=env, capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
     assert done.returncode == NO_GPU_EXIT and "needs a GPU worker" in done.stderr

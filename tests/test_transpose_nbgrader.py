@@ -56,7 +56,7 @@ def test_the_slow_submission_compiles(kernel_id):
 
 
 def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):
-    monkeypatch.setenv("KERNEL_WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
+    monkeypatch.setenv("WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
     nbg.add_student(course.root, "cpu", "Cpu", "Worker")
     submissions.write(course.root, "cpu", "transpose",
                       submissions.fill(course.release, submissions.transpose_answers()))
