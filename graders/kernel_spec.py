@@ -100,15 +100,19 @@ def spec_path(assignment: str | Path) -> Path:
     return root / "assignments" / str(assignment) / "spec.toml"
 
 
-def load_spec(assignment: str | Path) -> AssignmentSpec:
-    path = spec_path(assignment)
+def read_toml(path: Path, what: str) -> dict:
+    """A TOML file's contents, or `SpecError` saying it is missing or malformed."""
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise SpecError(f"no spec file at {path}") from None
+        raise SpecError(f"no {what} file at {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from None
-    return parse_spec(data, path)
+
+
+def load_spec(assignment: str | Path) -> AssignmentSpec:
+    path = spec_path(assignment)
+    return parse_spec(read_toml(path, "spec"), path)
 
 
 def parse_spec(data: dict, path: Path) -> AssignmentSpec:

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import itertools
 import sys
-import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from graders import sass
 from graders.cuda_compile import DEFAULT_ARCH, CompileError, compile_cuda
-from graders.kernel_spec import SpecError, load_spec, resolve_geometry, spec_path
+from graders.kernel_spec import SpecError, load_spec, read_toml, resolve_geometry, spec_path
 from graders.perf_grade import KernelFailed
 
 TUNABLE = ("BM", "BN", "BK", "TM", "TN")
@@ -65,12 +64,7 @@ def structure_path(assignment: str | Path) -> Path:
 
 def load_structure(assignment: str | Path) -> Structure:
     path = structure_path(assignment)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise SpecError(f"no structure file at {path}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "structure")
     spec = load_spec(assignment)
     checks: dict[str, Check] = {}
     for i, raw in enumerate(data.get("check", [])):
