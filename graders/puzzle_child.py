@@ -62,7 +62,7 @@ def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator, targ
             arrays = [TracedArray(n, x, log) for n, x in zip(names, [out, *inputs])]
             kernel[case.blocks, case.threads](*arrays, *case.scalars)
         else:
-            out = _launch_on_gpu(kernel, case, out, inputs)
+            out = _launch_on_gpu(kernel, case, out, inputs, names)
     except Exception as exc:
         result["message"] = f"the kernel failed: {_describe(exc)}"
         return result
@@ -81,7 +81,8 @@ READ_POISON = np.array([0x7FC0DEAD], dtype=np.uint32).view(np.float32)[0]   # a 
 WRITE_SENTINEL = np.float32(-1.2345e37)                                      # writes past `out` change it
 
 
-def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray]) -> np.ndarray:
+def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray],
+                   names: list[str]) -> np.ndarray:
     """Launch on the GPU with every array inside a guard band, checked bit for bit afterwards.
 
     Input bands hold NaN, so an out-of-bounds read gives a wrong answer; the output's band holds a finite
@@ -93,7 +94,6 @@ def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray]
     views = [d[_interior(x.shape)] for d, x in zip(devices, arrays)]
     kernel[case.blocks, case.threads](*views, *case.scalars)
     cuda.synchronize()
-    names = _argument_names(kernel, len(views) + len(case.scalars))
     for name, device, host in zip(names, devices, hosts):
         if where := guard_violation(host, device.copy_to_host()):
             shape = tuple(n - 2 * GUARD for n in host.shape)

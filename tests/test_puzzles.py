@@ -89,7 +89,7 @@ def test_gpu_launch_path_runs_kernels_on_guarded_views():
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     case = puzzle.cases("hidden")[-1]
     inputs = puzzle.make_inputs(case, np.random.default_rng(0))
-    out = _launch_on_gpu(kernel, case, np.full(case.out, np.nan, np.float32), inputs)
+    out = _launch_on_gpu(kernel, case, np.full(case.out, np.nan, np.float32), inputs, ["out", "a", "b"])
     np.testing.assert_allclose(out, puzzle.expected(case, inputs))
 
 
