@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,8 @@ from graders.perf_grade import grade_kernel  # noqa: E402
 NCU_METRICS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
 NCU_KERNELS = ("vectorized", "linearize", "swizzle", "warptiling")
-NCU_SHAPE = (2048, 2048, 2048)
+NCU_SHAPE = (2048, 2048, 2048)        # bank conflicts are counted here
+PROFILE_SHAPE = (4096, 4096, 4096)     # --profile runs at the graded shape
 RESULTS = ROOT / "benchmarks/results"
 
 
@@ -53,29 +55,56 @@ def parse_size(text: str) -> tuple[int, int, int]:
     return tuple(parts)
 
 
-# BK = 16 with WM x WN = 32 x 64 spills under __launch_bounds__(256, 2), so it is not tried
-WARPTILING_VARIANTS = [{"BK": 16, "WM": 64, "WN": 32}, {"BK": 8, "WM": 64, "WN": 32}, {"BK": 8, "WM": 32, "WN": 64}]
+# Launches of the warp-tiling reference tried by --variants: (block, tile, params). TM x TN outputs per thread
+# is (TILE_Y / BLOCK_Y) x (TILE_X / BLOCK_X).
+WARPTILING_VARIANTS = [
+    ((16, 16), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),    # 256 threads, 8 x 16 each (the spec's launch)
+    ((16, 16), (256, 128), {"BK": 16, "WM": 64, "WN": 64}),
+    ((16, 16), (256, 128), {"BK": 8, "WM": 32, "WN": 128}),
+    ((32, 8), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),     # 256 threads, 16 x 8 each
+    ((32, 16), (256, 128), {"BK": 16, "WM": 64, "WN": 32}),   # 512 threads, 8 x 8 each
+    ((16, 8), (128, 128), {"BK": 8, "WM": 64, "WN": 64}),     # 128 threads, 16 x 8 each, 128 x 128 tile
+    ((16, 8), (128, 128), {"BK": 8, "WM": 32, "WN": 128}),
+    ((16, 16), (128, 128), {"BK": 8, "WM": 64, "WN": 32}),    # 256 threads, 8 x 8 each, 128 x 128 tile
+]
 
 
-def spec_for_size(shape, folder: Path, warptiling_params: dict | None = None) -> Path:
-    """A copy of the GEMM spec whose perf_shape is ``shape`` (kernel references made absolute), and
-    optionally other params for the warp-tiling kernel."""
+def spec_for_size(shape, folder: Path, free_warptiling: bool = False) -> Path:
+    """A copy of the GEMM spec whose perf_shape is ``shape`` (kernel references made absolute); with
+    ``free_warptiling`` the warp-tiling kernel's block, tile and params may be set when grading."""
     spec = load_spec("gemm")
     text = spec.path.read_text()
     text, n = re.subn(r"^perf_shape = \[.*\]$", f"perf_shape = [{', '.join(map(str, shape))}]", text, flags=re.M)
     if n != 1:
         raise RuntimeError("could not find the [assignment] perf_shape line in the GEMM spec")
-    if warptiling_params:
-        line = "params = { " + ", ".join(f"{k} = {v}" for k, v in warptiling_params.items()) + " }"
-        text, n = re.subn(r"^params = \{ BK = \d+, WM = \d+, WN = \d+ \}$", line, text, flags=re.M)
-        if n != 1:
-            raise RuntimeError("could not find the warp-tiling params line in the GEMM spec")
+    if free_warptiling:   # and checked at multiples of 256 x 256 x 32, so that 256-row or -column tiles fit
+        head, sep, tail = text.partition('id = "warptiling"')
+        tail, n = re.subn(r'^(function = "sgemm_warptiling")$', r"\1\nstudent_geometry = true", tail, count=1, flags=re.M)
+        tail, m = re.subn(r"^check_shapes = .*$", "check_shapes = [[1024, 1024, 1024], [256, 512, 96], [512, 256, 1056]]",
+                          tail, count=1, flags=re.M)
+        if not sep or n != 1 or m != 1:
+            raise RuntimeError("could not find the warp-tiling kernel's function and check_shapes in the GEMM spec")
+        text = head + sep + tail
     text = re.sub(r'^reference = "(.*)"$', lambda m: f'reference = "{(spec.path.parent / m.group(1)).resolve()}"',
                   text, flags=re.M)
-    suffix = "".join(f"-{k}{v}" for k, v in (warptiling_params or {}).items())
-    path = folder / f"gemm-{label(shape)}{suffix}.toml"
+    path = folder / f"gemm-{label(shape)}{'-free' if free_warptiling else ''}.toml"
     path.write_text(text)
     return path
+
+
+def grade_variants(shape, folder: Path, budget_s: float, log=print) -> list[dict]:
+    """The warp-tiling reference graded at each WARPTILING_VARIANTS launch."""
+    spec_file = spec_for_size(shape, folder, free_warptiling=True)
+    source = load_spec(spec_file).kernel("warptiling").reference.read_text()
+    found = []
+    for block, tile, params in WARPTILING_VARIANTS:
+        row = summarize(grade_kernel(spec_file, "warptiling", source, block=block, tile=tile, params=params,
+                                     budget_s=budget_s))
+        found.append({"block": list(block), "tile": list(tile), "params": params, "shape": label(shape)} | row)
+        log(f"  block {block} tile {tile} {params}: {row['status']}" +
+            (f" {row['gflops']:.0f} GFLOP/s, {100 * row['ratio']:.1f}% of cuBLAS, {row['compile']}" if "ratio" in row
+             else f" {row['message'][:120]}"))
+    return found
 
 
 def summarize(result: dict) -> dict:
@@ -133,6 +162,8 @@ def write_record(record: dict, out: Path | None, name: str | None = None) -> Pat
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(json.dumps(record, indent=2))
+            if not record["sizes"]:
+                continue
             try:
                 plot(record, (folder / name).with_suffix(".png"))
             except Exception as exc:  # the numbers matter more than the picture
@@ -142,30 +173,66 @@ def write_record(record: dict, out: Path | None, name: str | None = None) -> Pat
 
 # --- ncu ----------------------------------------------------------------------------------------------
 
-def ncu_launch() -> None:
-    """Run under ncu: launch each NCU_KERNELS reference once at NCU_SHAPE."""
+def ncu_launch(subjects: list[str], shape=NCU_SHAPE) -> None:
+    """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id (its reference at the
+    spec's launch), ``variant<i>`` (the warp-tiling reference at WARPTILING_VARIANTS[i]) or ``cublas``."""
     import torch
+    from graders.kernel_spec import resolve_geometry
     from graders.perf_child import Harness
     from graders.problems import PROBLEMS
     spec = load_spec("gemm")
-    for kid in NCU_KERNELS:
-        kernel = spec.kernel(kid)
-        harness = Harness(PROBLEMS[kernel.kind], kernel.geometry, 0.25, seed=1)
+    for subject in subjects:
+        if subject == "cublas":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            a, b = torch.randn(shape[0], shape[2], device="cuda"), torch.randn(shape[2], shape[1], device="cuda")
+            torch.matmul(a, b)
+            torch.cuda.synchronize()
+            continue
+        if subject.startswith("variant"):
+            kernel = spec.kernel("warptiling")
+            block, tile, params = WARPTILING_VARIANTS[int(subject[len("variant"):])]
+            geometry = resolve_geometry(replace(kernel, student_geometry=True), block, tile, params)
+        else:
+            kernel = spec.kernel(subject)
+            geometry = kernel.geometry
+        harness = Harness(PROBLEMS[kernel.kind], geometry, 0.25, seed=1)
         harness.load(kernel.reference.read_text(), kernel.function)
-        _, out = harness.output(NCU_SHAPE)
-        harness.launch(out, harness.inputs(NCU_SHAPE), NCU_SHAPE)
+        _, out = harness.output(shape)
+        harness.launch(out, harness.inputs(shape), shape)
         torch.cuda.synchronize()
+
+
+def find_ncu() -> str | None:
+    return shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+
+
+def ncu_profile(subjects: list[str], timeout_s: float = 240) -> str:
+    """Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for ``subjects``
+    (see `ncu_launch`) at PROFILE_SHAPE, as ncu prints them. Every kernel whose name looks like a GEMM's is
+    profiled (ours are sgemm_*; cuBLAS's name its tile, e.g. sm90_xmma_gemm_* or *_sgemm_*)."""
+    ncu = find_ncu()
+    if not ncu:
+        return "ncu not found on this machine"
+    sections = ("SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "SchedulerStats",
+                "WarpStateStats")
+    cmd = [ncu, "--clock-control", "none", *(a for s in sections for a in ("--section", s)), "-k", "regex:gemm|xmma|cutlass|sm90",
+           sys.executable, str(Path(__file__).resolve()), "--ncu-launch", *subjects, "--ncu-shape", label(PROFILE_SHAPE)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return f"ncu timed out after {timeout_s:g} s"
+    return " ".join(cmd[:3]) + " ...\n" + done.stdout + done.stderr[-3000:]
 
 
 def ncu_bank_conflicts(timeout_s: float = 150) -> dict:
     """Shared-memory bank conflicts (loads, stores) of the NCU_KERNELS references, or why not measured."""
-    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+    ncu = find_ncu()
     if not ncu:
         return {"skipped": "ncu not found on this machine"}
     spec = load_spec("gemm")
     names = "|".join(spec.kernel(k).function for k in NCU_KERNELS)
     cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(NCU_METRICS), "--csv", "-k", f"regex:^({names})$",
-           sys.executable, str(Path(__file__).resolve()), "--ncu-launch"]
+           sys.executable, str(Path(__file__).resolve()), "--ncu-launch", *NCU_KERNELS]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -195,25 +262,33 @@ def parse_ncu_csv(text: str) -> dict[str, dict[str, int]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", nargs="+", type=parse_size, default=[(4096,) * 3, (2048,) * 3])
+    parser.add_argument("--sizes", nargs="*", type=parse_size, default=[(4096,) * 3, (2048,) * 3],
+                        help="sizes to grade every reference at (none: only --variants)")
     parser.add_argument("--budget-s", type=float, default=2.0, help="timing budget per kernel and size")
     parser.add_argument("--out", type=Path, help="also write the JSON and chart here")
     parser.add_argument("--merge", type=Path, help="add to this JSON (from the GPU tests) instead of a new one")
     parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--variants", action="store_true",
-                        help="also grade the warp-tiling reference with other BK / WM x WN")
+                        help="also grade the warp-tiling reference at the launches in WARPTILING_VARIANTS")
     parser.add_argument("--variants-size", type=parse_size, default=(4096,) * 3)
     parser.add_argument("--ncu-only", action="store_true", help="only count bank conflicts")
-    parser.add_argument("--ncu-launch", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", nargs="+", metavar="SUBJECT",
+                        help="print ncu's speed-of-light, occupancy and warp-stall sections for these (kernel ids, "
+                             "variant<i>, cublas) and stop")
+    parser.add_argument("--ncu-launch", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--ncu-shape", type=parse_size, default=NCU_SHAPE, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ncu_launch:
-        ncu_launch()
+        ncu_launch(args.ncu_launch, args.ncu_shape)
         return 0
     if detect_gpu() is None:
         print("gemm_bench: no CUDA GPU here; run it on a GPU worker")
         return 3
     if args.ncu_only:
         print(json.dumps(ncu_bank_conflicts(), indent=2))
+        return 0
+    if args.profile:
+        print(ncu_profile(args.profile))
         return 0
     record = json.loads(args.merge.read_text()) if args.merge and args.merge.exists() else None
     ok = True
@@ -227,10 +302,8 @@ def main() -> int:
         if args.variants:
             shape = args.variants_size
             print(f"warp-tiling variants at {label(shape)}:")
-            record["warptiling_variants"] = variants = []
-            for params in WARPTILING_VARIANTS:
-                rows, _ = grade_references(spec_for_size(shape, Path(tmp), params), args.budget_s, ["warptiling"])
-                variants.append({"params": params, "shape": label(shape)} | rows["warptiling"])
+            record = record or new_record(None)
+            record["warptiling_variants"] = grade_variants(shape, Path(tmp), args.budget_s)
     if not args.no_ncu:
         record["ncu"] = ncu_bank_conflicts()
     path = write_record(record, args.out, args.merge.name if args.merge else None)
@@ -253,7 +326,7 @@ def table(record: dict) -> str:
             else:
                 lines.append(f"  {kid:<13}{r['status']:<10}  {r['message'][:70]}")
     for v in record.get("warptiling_variants", []):
-        lines.append(f"warptiling {v['params']} at {v['shape']}: {v['status']}" +
+        lines.append(f"warptiling block {v['block']} tile {v['tile']} {v['params']} at {v['shape']}: {v['status']}" +
                      (f", {v['gflops']:.0f} GFLOP/s, {100 * v['ratio']:.1f}% of cuBLAS" if "ratio" in v else
                       f" {v['message'][:80]}"))
     ncu = record.get("ncu")

@@ -1,29 +1,35 @@
 #!/usr/bin/env bash
-# The GEMM worklog on a GPU worker: GPU tests (references at 4096^3, known-wrong kernels, autotuning, ncu
-# bank conflicts), then the benchmark at a second size (and warp-tiling variants at 4096^3) merged into the
-# same JSON. Run from the repo root:
-#   bash benchmarks/gpu_gemm.sh
-# Writes into $OUT (default benchmarks/results): gemm-env.txt, gemm-gpu-tests.log, gemm-bench.log,
-# gemm-<date>.json and gemm-<date>.png (also kept in benchmarks/results/). About 5 minutes; each step has
-# its own time limit so the whole stays under 8.
+# The GEMM worklog on a GPU worker, in two stages that each fit one 10-minute device call. Run from the repo
+# root (after `source .whl/prelude.sh` on the lent H200):
+#   bash benchmarks/gpu_gemm.sh tests   # GPU tests: references at 4096^3 (JSON + chart), known-wrong kernels,
+#                                       # autotuning, ncu bank conflicts; then nbgrader autograde on the GPU
+#   bash benchmarks/gpu_gemm.sh bench   # a second size merged into the latest JSON (or $GEMM_MERGE), the launch
+#                                       # variants of warp tiling, and ncu's profile of it and of cuBLAS
+#   bash benchmarks/gpu_gemm.sh         # both
+# Writes into $OUT (default benchmarks/results): gemm-env.txt, the logs, gemm-<date>.json/.png,
+# gemm-nbgrader-gpu-<date>.json, gemm-ncu-profile.txt.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"
 mkdir -p "$OUT" benchmarks/results
 export OUT PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg
+stages="${1:-tests bench}"
+rc=0
 
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem --format=csv
   timeout 30 python3 - <<'PY'
 from importlib import metadata
 for dist in ("torch", "cuda-core", "cuda-bindings", "cuda-pathfinder", "nvidia-cuda-nvrtc", "numpy",
-             "matplotlib", "nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm"):
+             "matplotlib", "nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm", "nbgrader"):
     try:
         print(f"{dist}=={metadata.version(dist)}")
     except metadata.PackageNotFoundError:
         print(f"{dist}: not installed")
 import torch
+from cuda.bindings import nvrtc
 print("torch.cuda", torch.version.cuda, "available:", torch.cuda.is_available())
+print("NVRTC loaded:", nvrtc.nvrtcVersion()[1:])
 from graders.gpu import detect_gpu
 print("detect_gpu:", detect_gpu())
 from graders.sass import find_tool
@@ -32,18 +38,24 @@ PY
   command -v ncu && ncu --version | tail -1
 } 2>&1 | tee "$OUT/gemm-env.txt"
 
-start=$(date +%s)
-timeout 290 python3 -m pytest -m gpu tests/gpu/test_gemm_gpu.py -q -s -p no:cacheprovider -rsxf 2>&1 \
-  | tee "$OUT/gemm-gpu-tests.log"
-tests_rc=$?
-echo "gpu tests: $(( $(date +%s) - start )) s" | tee -a "$OUT/gemm-gpu-tests.log"
+step() {   # step NAME LIMIT_S COMMAND...: run with a time limit, log to $OUT/gemm-NAME.log, keep the first failure
+  local name=$1 limit=$2 start; shift 2
+  start=$(date +%s)
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/gemm-$name.log"
+  local status=$?
+  echo "$name: exit $status after $(( $(date +%s) - start )) s" | tee -a "$OUT/gemm-$name.log"
+  (( rc == 0 )) && rc=$status
+}
 
-latest=$(ls -t "$OUT"/gemm-2*.json 2>/dev/null | head -1)
-start=$(date +%s)
-timeout 140 python3 benchmarks/gemm_bench.py --sizes 2048 --budget-s 1.5 --no-ncu --variants --out "$OUT" \
-  ${latest:+--merge "$latest"} 2>&1 | tee "$OUT/gemm-bench.log"
-bench_rc=$?
-echo "benchmark: $(( $(date +%s) - start )) s" | tee -a "$OUT/gemm-bench.log"
-
-echo "gpu tests exit $tests_rc, benchmark exit $bench_rc" | tee -a "$OUT/gemm-bench.log"
-exit $(( tests_rc != 0 ? tests_rc : bench_rc ))
+if [[ " $stages " == *" tests "* ]]; then
+  GEMM_TEST_BUDGET_S=1.5 step gpu-tests 240 python3 -m pytest -m gpu tests/gpu/test_gemm_gpu.py -q -s -p no:cacheprovider -rsxf
+  step nbgrader 320 python3 -m pytest -m gpu tests/gpu/test_gemm_nbgrader_gpu.py -q -s -p no:cacheprovider -rsxf
+fi
+if [[ " $stages " == *" bench "* ]]; then
+  latest=${GEMM_MERGE:-$(ls -t "$OUT"/gemm-2*.json benchmarks/results/gemm-2*.json 2>/dev/null | head -1)}
+  step bench "${GEMM_BENCH_LIMIT_S:-240}" python3 benchmarks/gemm_bench.py --sizes 2048 --budget-s 1 --no-ncu --variants --out "$OUT" \
+    ${latest:+--merge "$latest"}
+  step profile "${GEMM_PROFILE_LIMIT_S:-150}" bash -c "python3 benchmarks/gemm_bench.py --profile warptiling variant5 cublas > '$OUT/gemm-ncu-profile.txt'"
+fi
+echo "stages: $stages; exit $rc"
+exit $rc

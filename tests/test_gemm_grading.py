@@ -35,7 +35,9 @@ def test_spec_lists_the_ten_kernels_in_order():
     assert list(SPEC.kernels) == ORDER
     assert [k.reference.name[:2] for k in SPEC.kernels.values()] == [f"{i:02d}" for i in range(1, 11)]
     assert all(k.kind == "sgemm" and k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
-    assert SPEC.targets == "provisional" and SPEC.requires_gpu
+    assert SPEC.targets == "measured" and SPEC.requires_gpu
+    for kid, kernel in SPEC.kernels.items():   # each target under its reference's measured ratio, above the floor
+        assert 0 < kernel.floor < kernel.target < 1, kid
 
 
 def test_sizes_any_for_kernels_1_to_5_and_multiples_for_6_to_10():
@@ -43,14 +45,16 @@ def test_sizes_any_for_kernels_1_to_5_and_multiples_for_6_to_10():
         shapes = SPEC.kernel(kid).check_shapes
         assert any(m % 128 or n % 128 or k % 32 for m, n, k in shapes), kid     # not multiples of the tile
         assert (1, 1, 1) in shapes
-    for kid in ORDER[5:]:
-        assert all(m % 128 == 0 and n % 128 == 0 and k % 32 == 0 for m, n, k in SPEC.kernel(kid).check_shapes)
+    for kid in ORDER[5:]:   # multiples of the kernel's own tile (128 x 128, 128 x 256 for warp tiling)
+        tile_x, tile_y = SPEC.kernel(kid).geometry.tile
+        assert all(m % tile_y == 0 and n % tile_x == 0 and k % 32 == 0 for m, n, k in SPEC.kernel(kid).check_shapes)
+        assert any(n % 256 for _, n, _ in SPEC.kernel(kid).check_shapes) == (tile_x == 128), kid
 
 
 def test_params_become_defines():
     assert SPEC.kernel("smem").geometry.defines()["BK"] == 32
-    assert SPEC.kernel("warptiling").geometry.defines() == {"BLOCK_X": 16, "BLOCK_Y": 16, "TILE_X": 128,
-                                                            "TILE_Y": 128, "BK": 16, "WM": 64, "WN": 32}
+    assert SPEC.kernel("warptiling").geometry.defines() == {"BLOCK_X": 16, "BLOCK_Y": 16, "TILE_X": 256,
+                                                            "TILE_Y": 128, "BK": 8, "WM": 64, "WN": 64}
     assert "BK" not in SPEC.kernel("naive").geometry.defines()
 
 
@@ -85,7 +89,7 @@ def test_reference_compiles_to_a_cubin_without_spills(kernel_id):
 def test_check_compiles_prints_the_launch_and_params(capsys):
     check_compiles("gemm", "warptiling", SPEC.kernel("warptiling").reference.read_text())
     out = capsys.readouterr()
-    assert "Block 16x16 threads, tile 128x128, BK = 16, WM = 64, WN = 32." in out.out and out.err == ""
+    assert "Block 16x16 threads, tile 256x128, BK = 8, WM = 64, WN = 64." in out.out and out.err == ""
 
 
 @pytest.mark.parametrize("path", [p for p in WRONG if tag(p, "expect") != "compile_error"], ids=lambda p: p.stem)

@@ -1,7 +1,6 @@
 """nbgrader and the GEMM worklog on a machine without a GPU: the release, and a refused autograde."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = load_spec("gemm")
 STRUCTURE = load_structure("gemm")
-
-
-def reference_answers() -> dict[str, str]:
-    """The source notebook's solution cells with nbgrader's markers removed: a full-marks submission."""
-    cells = json.loads((ROOT / "assignments/gemm/gemm.ipynb").read_text())["cells"]
-    return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]).replace("### BEGIN SOLUTION\n", "")
-            .replace("### END SOLUTION\n", "")
-            for c in cells if c["metadata"].get("nbgrader", {}).get("solution")}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +57,7 @@ def test_the_stub_fails_to_compile_with_a_message(course):
 def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):
     monkeypatch.setenv("WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
     nbg.add_student(course.root, "cpu", "Cpu", "Worker")
-    submissions.write(course.root, "cpu", "gemm", submissions.fill(course.release, reference_answers()))
+    submissions.write(course.root, "cpu", "gemm", submissions.fill(course.release, submissions.gemm_answers()))
     done = nbg.nbgrader(course.root, "autograde", "gemm", "--student=cpu", "--force", check=False)
     output = done.stdout + done.stderr
     assert done.returncode != 0

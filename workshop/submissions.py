@@ -70,3 +70,20 @@ def transpose_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
         geometry = kernel.geometry if kernel.student_geometry else None
         answers[kid] = transpose_cell(kid, source, geometry and geometry.block, geometry and geometry.tile)
     return answers
+
+
+GEMM_NOTEBOOK = ROOT / "assignments" / "gemm" / "gemm.ipynb"
+
+
+def gemm_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
+    """Solution cells for the GEMM notebook, by grade_id: the source notebook's own (the references, with
+    nbgrader's markers removed), except that the kernels in ``sources`` (kernel id -> CUDA source) are handed
+    in instead."""
+    nb = nbformat.read(str(GEMM_NOTEBOOK), as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: strip_solution_markers(c.source)
+               for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    for kid, source in (sources or {}).items():
+        if kid not in answers:
+            raise KeyError(f"no solution cell {kid!r} in {GEMM_NOTEBOOK.name}")
+        answers[kid] = f'{kid}_src = r"""\n{source.strip()}\n"""'
+    return answers

@@ -1,26 +1,33 @@
-// 10. Warp tiling: a third level of tiling between the block and the thread. The 128 x 128 block tile is
-// split into 8 warp tiles of WM x WN = 64 x 32 (2 down, 4 across); inside a warp tile the 32 lanes form an
-// 8 x 4 grid, and each lane computes a 2 x 2 grid of 4 x 4 patches, 32 rows or 16 columns apart. So in every
-// quarter warp the LDS.128 reads of A hit 2 consecutive float4s and those of B 4 consecutive float4s (no
-// bank conflicts), each lane's 8 x 8 outputs come from 4 LDS.128 per k step (16 FMAs per shared load), and
-// a warp reads only its own 64 rows of As and 32 columns of Bs.
+// 10. Warp tiling: a third level of tiling between the block and the thread. The BM x BN block tile is split
+// into warp tiles of WM x WN; inside a warp tile the 32 lanes form a (WM / TM) x (WN / TN) grid, and each
+// lane computes TM x TN outputs as (TM / 4) x (TN / 4) patches of 4 x 4 spread over the warp tile (rows
+// 4 * WM / TM apart, columns 4 * WN / TN apart). So in every quarter warp the LDS.128 reads of A and of B hit
+// consecutive float4s or the same one (no bank conflicts), each lane's TM x TN outputs come from
+// (TM + TN) / 4 LDS.128 per k step, and a warp reads only its own WM rows of As and WN columns of Bs.
 // The K loop is double-buffered: the next BK slab is loaded from global memory into registers while the
 // current one is multiplied out of shared memory, then stored into the other buffer; one __syncthreads per
 // slab. A's slab is stored transposed (As[k][m]), consecutive threads taking consecutive rows of A so that
 // the transposing stores hit consecutive words.
-// Assumes M, N multiples of the tile (128) and K a multiple of BK. 16 x 16 threads (TM = TN = 8), BK = 16.
+// The graded launch: 16 x 16 threads on a 128 x 256 tile (8 x 16 outputs a thread, 128 accumulators; the
+// registers then fit one block per SM), BK = 8, warp tiles of 64 x 64. With up to 8 x 8 outputs a thread and
+// 256 threads the kernel asks for two blocks per SM (at most 128 registers a thread) instead.
+// Assumes M a multiple of the tile's 128 rows, N of its 256 columns and K of BK.
 #define BM TILE_Y
 #define BN TILE_X
+#define TM (TILE_Y / BLOCK_Y)
+#define TN (TILE_X / BLOCK_X)
 #define NT (BLOCK_X * BLOCK_Y)
+#define MIN_BLOCKS (TM * TN <= 64 && NT <= 256 ? 2 : 1)
 
-extern "C" __global__ void __launch_bounds__(NT, 2)
+extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 sgemm_warptiling(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K)
 {
-#define LANES_N (WN / 8)               // lanes across a warp tile (each covers 2 x 4 columns)
-#define LANES_M (32 / LANES_N)         // lanes down it (each covers 2 x 4 rows)
+#define LANES_N (WN / TN)              // lanes across a warp tile
+#define LANES_M (WM / TM)              // lanes down it
 #define A_LOADS (BM * BK / 4 / NT)     // float4 loads of A per thread per slab
 #define B_LOADS (BK * BN / 4 / NT)
-    static_assert(LANES_M * 8 == WM && (BM / WM) * (BN / WN) * 32 == NT, "warp tiles must cover the block tile");
+    static_assert(LANES_M * LANES_N == 32 && (BM / WM) * (BN / WN) * 32 == NT, "warp tiles must cover the block tile");
+    static_assert(TM % 4 == 0 && TN % 4 == 0, "a lane's tile is made of 4 x 4 patches");
     static_assert(A_LOADS * NT * 4 == BM * BK && B_LOADS * NT * 4 == BK * BN, "slabs must split evenly");
     __shared__ __align__(16) float As[2][BK][BM];
     __shared__ __align__(16) float Bs[2][BK][BN];
@@ -55,7 +62,8 @@ sgemm_warptiling(float* __restrict__ C, const float* __restrict__ A, const float
         *reinterpret_cast<float4*>(&Bs[buf][i / (BN / 4)][(i % (BN / 4)) * 4]) = rb[p];             \
     }
 
-    float acc[8][8] = {{0.0f}};
+    float acc[TM][TN] = {{0.0f}};
+    float a[TM], b[TN];
     FETCH(0)
     STORE(0)
     __syncthreads();
@@ -65,25 +73,31 @@ sgemm_warptiling(float* __restrict__ C, const float* __restrict__ A, const float
         if (more) { FETCH(k0 + BK) }
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][am]);
-            const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][am + WM / 2]);
-            const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][bn]);
-            const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][bn + WN / 2]);
-            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
+            for (int p = 0; p < TM / 4; ++p) {
+                const float4 v = *reinterpret_cast<const float4*>(&As[buf][k][am + p * LANES_M * 4]);
+                a[4 * p] = v.x; a[4 * p + 1] = v.y; a[4 * p + 2] = v.z; a[4 * p + 3] = v.w;
+            }
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+            for (int q = 0; q < TN / 4; ++q) {
+                const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][k][bn + q * LANES_N * 4]);
+                b[4 * q] = v.x; b[4 * q + 1] = v.y; b[4 * q + 2] = v.z; b[4 * q + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
         }
         if (more) { STORE(buf ^ 1) }
         __syncthreads();
         buf ^= 1;
     }
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        float* c = &C[(size_t)(row0 + am + (i / 4) * (WM / 2) + i % 4) * N + col0 + bn];
-        *reinterpret_cast<float4*>(c) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-        *reinterpret_cast<float4*>(c + WN / 2) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+    for (int i = 0; i < TM; ++i) {
+        float* c = &C[(size_t)(row0 + am + (i / 4) * LANES_M * 4 + i % 4) * N + col0 + bn];
+#pragma unroll
+        for (int q = 0; q < TN / 4; ++q)
+            *reinterpret_cast<float4*>(c + q * LANES_N * 4) =
+                make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
     }
 }

@@ -24,7 +24,7 @@ from graders.kernel_spec import load_spec  # noqa: E402
 from graders.structure import load_structure  # noqa: E402
 
 NOTEBOOK = ROOT / "assignments/gemm/gemm.ipynb"
-MULTIPLE_NOTE = ("**Sizes:** M and N are multiples of 128 and K a multiple of 32 (no bounds checks needed; "
+MULTIPLE_NOTE = ("**Sizes:** M is a multiple of {m}, N of {n} and K of 32 (no bounds checks needed; "
                  "every float4 is 16-byte aligned).")
 ANY_NOTE = "**Sizes:** any M, N, K, including ones that are not multiples of the tile, and 1 x 1 x 1."
 
@@ -139,13 +139,13 @@ def build() -> dict:
         title, _, rest = text.partition(": ")
         title = re.sub(r"^\d+\.\s*", "", title)
         g = kernel.geometry
-        multiples = all(m % 128 == 0 and n_ % 128 == 0 and k % 32 == 0 for m, n_, k in kernel.check_shapes)
+        multiples = all(m % g.tile[1] == 0 and n_ % g.tile[0] == 0 and k % 32 == 0 for m, n_, k in kernel.check_shapes)
         launch = (f"**Launch:** {g.block[0]} x {g.block[1]} threads per block, a {g.tile[1]} x {g.tile[0]} tile "
                   f"of C per block" + (", " + ", ".join(f"{k} = {v}" for k, v in g.params) if g.params else "")
                   + "." if not kernel.student_geometry else "**Launch:** yours (see below).")
         rest = rest[:1].upper() + rest[1:]
         lines = [f"## {n}. {title[0].upper() + title[1:]}", "", rest, "", "* " + launch,
-                 "* " + (MULTIPLE_NOTE if multiples else ANY_NOTE),
+                 "* " + (MULTIPLE_NOTE.format(m=g.tile[1], n=g.tile[0]) if multiples else ANY_NOTE),
                  f"* **Speed:** full marks at {kernel.target:g} of cuBLAS, none below {kernel.floor:g}" +
                  (" (provisional until measured on the grading GPU)." if spec.targets == "provisional" else ".")]
         for check in checks_by_kernel.get(kid, []):
