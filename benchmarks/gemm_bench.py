@@ -1,7 +1,8 @@
 """Benchmark the GEMM worklog's reference kernels with the grader itself, on a GPU worker.
 
     python3 benchmarks/gemm_bench.py [--sizes 4096 2048x1024x512 ...] [--budget-s 2] [--out DIR]
-                                     [--merge FILE.json] [--no-ncu] [--ncu-only]
+                                     [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
+    python3 benchmarks/gemm_bench.py --profile warptiling variant0 cublas    # ncu's sections, as text
 
 Grades every reference kernel (each in its own child, exactly as a submission is graded, cuBLAS SGEMM timed
 in the same child) at each size, where ``ncu`` exists counts the shared-memory bank conflicts of the
@@ -12,6 +13,9 @@ suggested target (95% of the measured ratio), plus the worklog chart next to it 
 The spec grades at its ``perf_shape`` (4096^3); another size is measured through the same grader with a
 copy of the spec whose ``perf_shape`` is that size. ``--merge`` adds the sizes (and ncu counts) measured
 here to a JSON written earlier (by ``tests/gpu/test_gemm_gpu.py``) and rewrites it and its chart.
+``--variants`` grades the warp-tiling reference at other launches (WARPTILING_VARIANTS); ``--profile``
+prints Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for references,
+variants and cuBLAS's own kernel at 4096^3.
 """
 from __future__ import annotations
 
