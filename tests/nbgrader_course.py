@@ -42,3 +42,30 @@ class Course:
     def autograded(self, student: str) -> nbformat.NotebookNode:
         path = self.root / "autograded" / student / self.assignment / f"{self.assignment}.ipynb"
         return nbformat.read(str(path), as_version=4)
+
+
+class Autograding:
+    """Submissions to one course, autograded one at a time: the seconds each took and its per-cell scores."""
+
+    def __init__(self, course: Course):
+        self.course = course
+        self.seconds: dict[str, float] = {}
+        self.scores: dict[str, dict[str, float]] = {}
+
+    def grade(self, student: str, answers: dict[str, str]) -> dict[str, float]:
+        self.course.submit(student, answers)
+        self.seconds[student] = round(self.course.autograde(student), 1)   # raises if nbgrader fails
+        self.scores[student] = scores = self.course.scores(student)
+        print(f"\n{student}: {self.seconds[student]} s, {scores}")
+        return scores
+
+    def test_cell_outputs(self, student: str) -> dict[str, list]:
+        """The outputs of each graded cell of the student's autograded notebook, by grade_id."""
+        nb = self.course.autograded(student)
+        return {c.metadata["nbgrader"]["grade_id"]: c.get("outputs", []) for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def stderr_text(outputs: list) -> str:
+    """What a cell wrote to stderr (nbgrader scores a test cell with any stderr output as 0)."""
+    return "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
