@@ -2,23 +2,27 @@
 
 The grader never runs the student's kernel object itself: it sends source text to a fresh process. The
 source is the kernel's own definition plus what it refers to: modules (``cuda``, ``numba``, ``math``),
-numeric constants (``TPB = 8``), numba types (``float32``) and other ``@cuda.jit`` device functions.
+numeric constants (``TPB = 8``), numba and numpy types (``float32``), math functions (``sqrt``) and other
+``@cuda.jit`` device functions. The result is checked against the numba-CUDA kernel subset
+(`graders.numba_subset`) before it is returned: anything else is a `KernelSourceError` naming the line of
+the cell where it stands.
 """
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import textwrap
 import types
 
+import numpy as np
+
+from graders.numba_subset import (MODULES, KernelSourceError, KernelSubsetError,  # noqa: F401 (re-exported)
+                                  KERNEL_PATHS, validate_kernel_source)
 
 # What a kernel cell may use without importing it itself (its decorator line needs ``cuda``).
 PRELUDE = {"cuda": "from numba import cuda", "numba": "import numba", "math": "import math",
-            "np": "import numpy as np"}
-
-
-class KernelSourceError(Exception):
-    """The kernel cannot be sent to the grader (not a kernel, or it depends on something unsendable)."""
+           "np": "import numpy as np"}
 
 
 def kernel_source(kernel) -> tuple[str, str]:
@@ -29,11 +33,33 @@ def kernel_source(kernel) -> tuple[str, str]:
             f"expected a kernel decorated with @cuda.jit, got {type(kernel).__name__}")
     header: dict[str, str] = dict(PRELUDE)
     bodies: dict[str, str] = {}
-    _collect(fn, header, bodies)
-    return "\n".join(header.values()) + "\n\n" + "\n\n".join(bodies.values()) + "\n", fn.__name__
+    first_lines: dict[str, int] = {}
+    _collect(fn, header, bodies, first_lines)
+    head = "\n".join(header.values()) + "\n\n"
+    source = head + "\n\n".join(bodies.values()) + "\n"
+    try:
+        validate_kernel_source(source)
+    except KernelSubsetError as exc:
+        raise _in_cell(exc, head, bodies, first_lines, fn.__name__) from None
+    return source, fn.__name__
 
 
-def _collect(fn: types.FunctionType, header: dict[str, str], bodies: dict[str, str]) -> None:
+def _in_cell(exc: KernelSubsetError, head: str, bodies: dict[str, str], first_lines: dict[str, int],
+             kernel: str) -> KernelSourceError:
+    """The error with its line counted in the cell that defines the function (not in the sent source)."""
+    start = head.count("\n") + 1
+    for name, body in bodies.items():
+        length = body.count("\n") + 1
+        if start <= exc.lineno < start + length:
+            line = first_lines[name] + exc.lineno - start
+            where = f"line {line}" if name == kernel else f"line {line} (in {name})"
+            return KernelSourceError(f"{where}: {exc.reason}")
+        start += length + 1      # the blank line between bodies
+    return KernelSourceError(exc.reason)   # a line made here from a value the kernel uses: no cell line
+
+
+def _collect(fn: types.FunctionType, header: dict[str, str], bodies: dict[str, str],
+             first_lines: dict[str, int]) -> None:
     if fn.__name__ in bodies:
         return
     bodies[fn.__name__] = ""          # placeholder: guards against mutual recursion
@@ -42,15 +68,17 @@ def _collect(fn: types.FunctionType, header: dict[str, str], bodies: dict[str, s
             continue
         value = fn.__globals__[name]
         if isinstance(value, types.ModuleType):
-            header[name] = f"import {value.__name__} as {name}"
+            # Other modules are left out: the check then names the line that uses them.
+            module = {"numba.core.types": "numba.types"}.get(value.__name__, value.__name__)
+            if module in MODULES:
+                header[name] = _import(module, name)
         elif isinstance(value, bool | numbers.Real):
-            plain = value if isinstance(value, bool) else (
-                int(value) if isinstance(value, numbers.Integral) else float(value))
-            header[name] = f"{name} = {plain!r}"
-        elif type(value).__module__.startswith("numba.core.types"):
-            header[name] = f"import numba as _numba\n{name} = _numba.{value}"
+            header[name] = f"{name} = {_number(value)}"
+        elif (path := _type_or_function(value)) is not None:
+            module, leaf = path
+            header[name] = f"from {module} import {leaf}" + ("" if leaf == name else f" as {name}")
         elif isinstance(getattr(value, "py_func", None), types.FunctionType):
-            _collect(value.py_func, header, bodies)
+            _collect(value.py_func, header, bodies, first_lines)
         else:
             raise KernelSourceError(
                 f"{fn.__name__} uses {name!r} ({type(value).__name__}) from outside its cell; "
@@ -60,7 +88,39 @@ def _collect(fn: types.FunctionType, header: dict[str, str], bodies: dict[str, s
         source = inspect.getsource(fn)
     except (OSError, TypeError) as exc:
         raise KernelSourceError(f"cannot read the source of {fn.__name__}: {exc}") from None
-    bodies[fn.__name__] = textwrap.dedent(source)
+    bodies[fn.__name__] = textwrap.dedent(source).rstrip("\n")
+    first_lines[fn.__name__] = fn.__code__.co_firstlineno
+
+
+def _import(module: str, name: str) -> str:
+    return f"import {module}" if module == name else f"import {module} as {name}"
+
+
+def _number(value) -> str:
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, numbers.Integral):
+        return repr(int(value))
+    value = float(value)
+    if math.isnan(value):
+        return "math.nan"
+    if math.isinf(value):
+        return "math.inf" if value > 0 else "-math.inf"
+    return repr(value)
+
+
+def _type_or_function(value) -> tuple[str, str] | None:
+    """``(module, name)`` to import a numba type, numpy scalar type or math function by, if allowed."""
+    if type(value).__module__.startswith("numba.core.types"):
+        module, leaf, root = "numba", str(value), "numba"
+    elif isinstance(value, type) and issubclass(value, np.generic):
+        leaf = next((t for t in dir(np) if f"np.{t}" in KERNEL_PATHS and getattr(np, t) is value), "")
+        module, root = "numpy", "np"
+    elif isinstance(value, types.BuiltinFunctionType) and getattr(value, "__module__", None) == "math":
+        module, leaf, root = "math", value.__name__, "math"
+    else:
+        return None
+    return (module, leaf) if f"{root}.{leaf}" in KERNEL_PATHS else None
 
 
 def _global_names(code: types.CodeType) -> set[str]:

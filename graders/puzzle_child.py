@@ -1,8 +1,10 @@
 """Child-process side of puzzle grading: run the student's kernel source on fresh inputs and report.
 
 Request: ``{"puzzle", "source", "kernel_name", "mode": "public"|"hidden", "seed", "target": "sim"|"gpu"}``.
-On ``sim`` (numba-cuda's simulator, ``NUMBA_ENABLE_CUDASIM=1`` set by the parent) every global access is
-counted per thread and the puzzle's access limits are checked; on ``gpu`` only correctness is checked.
+The source is checked against the numba-CUDA kernel subset (`graders.numba_subset`) before any of it runs;
+outside it, the answer is the check's message and nothing is run. On ``sim`` (numba-cuda's simulator,
+``NUMBA_ENABLE_CUDASIM=1`` set by the parent) every global access is counted per thread and the puzzle's
+access limits are checked; on ``gpu`` only correctness is checked.
 Cases run in order and stop at the first failure, whose message names the case, index, expected and got.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 from numba import config, cuda
 
 import puzzles
+from graders.numba_subset import KernelSourceError, validate_kernel_source
 from graders.traced_array import AccessLog, TracedArray
 from puzzles.spec import Case, Puzzle
 
@@ -26,6 +29,10 @@ def handle(request: dict) -> dict:
     if target == "sim":
         _track_shared_memory()
     puzzle = puzzles.get(request["puzzle"])
+    try:    # defence in depth: the parent checked the source too, but nothing runs here unchecked
+        validate_kernel_source(request["source"])
+    except KernelSourceError as exc:
+        return {"target": target, "cases": [], "error": str(exc)}
     try:
         kernel = _load_kernel(request["source"], request["kernel_name"])
     except Exception as exc:

@@ -28,3 +28,20 @@ def test_unparseable_or_missing_kernel_is_reported():
         kernel_source_from_cell("def (:", "map_kernel")
     with pytest.raises(KernelSourceError, match="no @cuda.jit function named map_kernel"):
         kernel_source_from_cell("def map_kernel(out, a, size):\n    pass\n", "map_kernel")
+
+
+def test_kept_code_is_checked_against_the_kernel_subset_with_the_cells_line_numbers():
+    cell = "import os\nTPB = 8\n\n@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n" \
+           "    out[i] = a[i] + TPB\n    os.system('touch x')\n"
+    with pytest.raises(KernelSourceError, match=r"^line 8: os\.system is not available in a CUDA kernel"):
+        kernel_source_from_cell(cell, "map_kernel")
+
+
+def test_number_constants_booleans_and_math_constants_are_kept_calls_are_not():
+    cell = ("import math\nTPB = 8\nDEBUG = False\nSCALE = 2 * math.pi\nSIZE = len('abc')\n"
+            "HALF: int = TPB // 2\n\n@cuda.jit\ndef k(out, a, size):\n"
+            "    out[0] = TPB + SCALE + HALF if not DEBUG else 0\n")
+    source = kernel_source_from_cell(cell, "k")
+    for line in ("TPB = 8", "DEBUG = False", "SCALE = 2 * math.pi", "HALF: int = TPB // 2"):
+        assert line in source
+    assert "len(" not in source

@@ -39,3 +39,26 @@ def test_python_object_from_another_cell_is_refused_with_its_name():
     ns = run_cells("TABLE = [1, 2]\n\n@cuda.jit\ndef k(out):\n    out[0] = TABLE[0]\n")
     with pytest.raises(KernelSourceError, match="'TABLE' \\(list\\)"):
         kernel_source(ns["k"])
+
+
+def test_types_and_math_functions_from_other_cells_are_carried_as_imports():
+    ns = run_cells("from numba import float32\nfrom math import sqrt\nimport numpy\nfrom numba import types\n"
+                   "LIMIT = float('inf')\n",
+                   "@cuda.jit\ndef k(out, a, size):\n    i = cuda.threadIdx.x\n"
+                   "    out[i] = float32(sqrt(a[i])) + numpy.float32(LIMIT) + types.int32(1)\n")
+    source, _ = kernel_source(ns["k"])
+    for line in ("from numba import float32", "from math import sqrt", "import numpy",
+                 "import numba.types as types", "LIMIT = math.inf"):
+        assert line in source
+    namespace: dict = {}
+    exec(compile(source, "<sent>", "exec"), namespace)
+
+
+def test_code_outside_the_kernel_subset_is_refused_with_the_line_of_its_cell():
+    ns = run_cells("import os\n\n@cuda.jit(device=True)\ndef helper(x):\n    return os.getpid()\n",
+                   "@cuda.jit\ndef k(out, a, size):\n    i = cuda.threadIdx.x\n    out[i] = helper(a[i])\n")
+    with pytest.raises(KernelSourceError, match=r"^line 5 \(in helper\): os\.getpid is not available"):
+        kernel_source(ns["k"])
+    ns = run_cells("@cuda.jit\ndef k(out, a, size):\n    i = cuda.threadIdx.x\n    out[i] = a.ctypes.data\n")
+    with pytest.raises(KernelSourceError, match=r"^line 4: a\.ctypes\.data is not available"):
+        kernel_source(ns["k"])
