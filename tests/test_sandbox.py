@@ -1,11 +1,24 @@
-"""The child-process runner: answers, time limits, crashes and memory limits end as results, never hangs."""
+"""The sandbox and the child-process runner built on it, with the real bubblewrap (CPU only).
+
+The runner: answers, time limits, crashes and memory limits end as results, never hangs. The sandbox: one
+test per property (network, filesystem, hidden course files, /tmp, process lifetime, caps, environment,
+signals, the opt-out and the error without bubblewrap).
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
-import time
 import textwrap
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 
-from graders.sandbox import run_child
+from graders import confine
+from graders.sandbox import REPO_ROOT, Confinement, SandboxUnavailable, run_child, sandbox_argv
 
 HANDLER = textwrap.dedent('''
     import os
@@ -59,3 +72,339 @@ def test_dying_child_is_reported_as_crashed(handler):
 def test_memory_limit_stops_a_huge_allocation(handler):
     result = run_child(handler, {"what": "allocate"}, timeout_s=10, memory_bytes=2 << 30)
     assert result.answer["error"].startswith("MemoryError")
+
+
+# --- the sandbox itself: one test per property, through run_child or sandbox_argv, with the real bwrap ---
+
+DETACH = textwrap.dedent('''
+    import os, sys
+    def detach(marker):
+        """A grandchild in a session of its own (double fork), running with ``marker`` in its argv."""
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.close(r)
+                os.write(w, b"x")
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", marker])
+            os._exit(0)
+        os.close(w)
+        assert os.read(r, 1) == b"x"
+''')
+
+
+def sandboxed(code: str, confinement: Confinement = Confinement(), *, env=None, timeout=60):
+    return subprocess.run(sandbox_argv([sys.executable, "-c", code], confinement, env=env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def gone(marker: str, within_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while processes_with(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def stale_cgroups() -> list[Path]:
+    return [child for _, base in set(confine.cgroup_parents().values()) for child in base.iterdir()
+            if child.name.startswith(confine.PREFIX)
+            and not Path(f"/proc/{child.name.split('-')[2]}").exists()]
+
+
+CGROUPS = confine.cgroup_parents()
+needs_cgroup = {c: pytest.mark.skipif(c not in CGROUPS, reason=f"no writable {c} cgroup here")
+                for c in ("pids", "memory", "cpu")}
+
+
+def test_no_network(tmp_path):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        code = ("import socket\n"
+                f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n    print('connected')\n"
+                "except OSError as exc:\n    print('refused', type(exc).__name__)\n")
+        done = sandboxed(code)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("refused")
+        with socket.create_connection(("127.0.0.1", port), timeout=3):   # while the host can connect
+            pass
+
+
+def test_filesystem_is_read_only():
+    targets = ["/etc/sandbox-test", "/usr/sandbox-test", str(REPO_ROOT / "sandbox-test"),
+               str(REPO_ROOT / "graders" / "sandbox-test"), f"{sys.prefix}/sandbox-test", "/sandbox-test",
+               "/proc/sys/vm/drop_caches"]   # host sysctls: the sandbox's uid is root's when run as root
+    code = ("import os\n"
+            f"for path in {targets!r}:\n"
+            "    try:\n        open(path, 'w')\n        print('wrote', path)\n"
+            "    except OSError as exc:\n        print('refused', path, exc.strerror)\n")
+    done = sandboxed(code)
+    assert done.returncode == 0, done.stderr
+    assert "wrote" not in done.stdout and done.stdout.count("refused") == len(targets)
+    assert not any(Path(t).exists() for t in targets if not t.startswith("/proc"))
+
+
+def test_course_files_are_hidden_and_grader_code_and_specs_are_readable(tmp_path, monkeypatch):
+    course = Path("/var/tmp") / f"sandbox-course-{uuid.uuid4().hex}"   # outside /tmp, which is private anyway
+    try:
+        (course / "submitted" / "alice" / "ps1").mkdir(parents=True)
+        (course / "submitted" / "alice" / "ps1" / "ps1.ipynb").write_text("{}")
+        (course / "gradebook.db").write_text("grades")
+        (course / "assignments" / "ps1").mkdir(parents=True)
+        (course / "assignments" / "ps1" / "spec.toml").write_text("name = 'ps1'\n")
+        (course / "assignments" / "ps1" / "ps1.ipynb").write_text("{}")
+        notebooks = sorted(REPO_ROOT.glob("assignments/*/*.ipynb"))
+        home_files = [p for p in Path.home().iterdir() if p.is_file()]
+        invisible = [REPO_ROOT / "solutions", course / "submitted", course / "gradebook.db",
+                     course / "assignments" / "ps1" / "ps1.ipynb", *notebooks, *home_files[:1]]
+        if (REPO_ROOT / "gradebook.db").exists():
+            invisible.append(REPO_ROOT / "gradebook.db")
+        readable = [REPO_ROOT / "graders" / "sandbox.py", REPO_ROOT / "puzzles" / "__init__.py",
+                    REPO_ROOT / "assignments" / "gemm" / "spec.toml", course / "assignments" / "ps1" / "spec.toml"]
+        assert notebooks and all(p.exists() for p in invisible + readable)
+        code = ("import os, graders.kernel_spec\n"
+                f"for p in {[str(p) for p in invisible]!r}:\n    print('visible' if os.path.exists(p) else 'hidden', p)\n"
+                f"for p in {[str(p) for p in readable]!r}:\n    open(p).read()\n    print('read', p)\n"
+                "print(graders.kernel_spec.load_spec('gemm').name)\n")
+        # solutions/ on PYTHONPATH stays hidden all the same
+        done = sandboxed(code, Confinement(hide=(course,)),
+                         env={"PYTHONPATH": f"{REPO_ROOT / 'solutions'}:{REPO_ROOT}"})
+        assert done.returncode == 0, done.stderr
+        assert "visible" not in done.stdout
+        assert done.stdout.count("hidden") == len(invisible) and done.stdout.count("read") == len(readable)
+        assert done.stdout.strip().endswith("gemm")
+    finally:
+        shutil.rmtree(course, ignore_errors=True)
+
+
+def test_writable_dirs_are_writable_inside_a_hidden_course(tmp_path):
+    course = Path("/var/tmp") / f"sandbox-course-{uuid.uuid4().hex}"
+    sockets = course / "kernel"
+    try:
+        sockets.mkdir(parents=True)
+        (course / "gradebook.db").write_text("grades")
+        code = (f"open({str(sockets / 'out')!r}, 'w').write('hi')\n"
+                f"import os; print(os.path.exists({str(course / 'gradebook.db')!r}))\n")
+        done = sandboxed(code, Confinement(writable=(sockets,), hide=(course,)))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "False" and (sockets / "out").read_text() == "hi"
+    finally:
+        shutil.rmtree(course, ignore_errors=True)
+
+
+def test_dev_is_minimal():
+    done = sandboxed("import os; print(sorted(os.listdir('/dev')))")
+    assert done.returncode == 0, done.stderr
+    names = set(eval(done.stdout))
+    assert names <= {"null", "zero", "full", "random", "urandom", "tty", "console", "ptmx", "pts", "shm",
+                     "fd", "stdin", "stdout", "stderr", "core", "mqueue"}
+
+
+def test_tmp_is_private_writable_and_not_shared_between_sandboxes(tmp_path):
+    host_marker = tmp_path / "host-marker"
+    host_marker.write_text("host")
+    first = subprocess.Popen(sandbox_argv([sys.executable, "-c",
+        "import os, sys, time\n"
+        f"print(os.path.exists({str(host_marker)!r}))\n"
+        "open('/tmp/first', 'w').write('first')\n"
+        "print('written', flush=True)\n"
+        "sys.stdin.read()\n"], Confinement()), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "False"
+        assert first.stdout.readline().strip() == "written"
+        second = sandboxed("import os; open('/tmp/second', 'w').write('x'); print(os.listdir('/tmp'))")
+        assert second.returncode == 0, second.stderr
+        assert eval(second.stdout) == ["second"]
+    finally:
+        first.communicate("", timeout=30)
+    assert first.returncode == 0
+    assert not Path("/tmp/first").exists() and not Path("/tmp/second").exists()
+
+
+def test_detached_grandchild_dies_when_the_sandbox_main_process_exits():
+    marker = f"sandbox-test-{uuid.uuid4().hex}"
+    start = time.monotonic()
+    done = sandboxed(DETACH + f"detach({marker!r})\nprint('detached')\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "detached"
+    assert gone(marker), "the detached grandchild outlived its sandbox"
+    assert time.monotonic() - start < 15
+
+
+DETACH_HANDLER = DETACH + textwrap.dedent('''
+    def handle(request):
+        detach(request["marker"])
+        while True:
+            pass
+''')
+
+
+def test_timeout_kills_the_whole_sandbox(tmp_path, monkeypatch):
+    (tmp_path / "detaching_handler.py").write_text(DETACH_HANDLER)
+    marker = f"sandbox-test-{uuid.uuid4().hex}"
+    result = run_child("detaching_handler", {"marker": marker}, timeout_s=3, env={"PYTHONPATH": str(tmp_path)})
+    assert result.status == "timeout"
+    assert gone(marker), "a process of the sandbox outlived its timeout"
+    time.sleep(0.2)
+    confine.remove_stale_cgroups()
+    assert stale_cgroups() == []
+
+
+@pytest.fixture(params=["cgroup", "fallback"])
+def caps(request, monkeypatch):
+    """Each cap test runs with the caps this machine's cgroups give, and with the fallbacks (no cgroup)."""
+    if request.param == "cgroup" and not CGROUPS:
+        pytest.skip("no writable cgroup here")
+    if request.param == "fallback":
+        monkeypatch.setenv("WORKSHOP_SANDBOX_CGROUPS", "off")
+    return request.param
+
+
+def test_memory_cap_stops_a_large_allocation(caps):
+    done = sandboxed("x = bytearray(2 << 30)\nprint('allocated')", Confinement(memory_bytes=512 << 20))
+    assert "allocated" not in done.stdout and "MemoryError" in done.stderr
+
+
+def test_gpu_sandbox_memory_cap_stops_a_large_allocation(caps):
+    # a GPU sandbox has no address-space limit (CUDA reserves far more than it uses): the cgroup, or else
+    # RLIMIT_DATA, stops the allocation; no GPU is needed for that
+    done = sandboxed("x = bytearray(2 << 30)\nprint('allocated')", Confinement(gpu=True, memory_bytes=512 << 20))
+    assert "allocated" not in done.stdout and done.returncode != 0
+
+
+@needs_cgroup["memory"]
+def test_memory_cap_covers_the_whole_sandbox():
+    # two processes of 300 MB each: each is under the 400 MB cap, together they are not
+    code = "import os, time\nos.fork()\nx = bytearray(300 << 20)\ntime.sleep(2)\nprint('allocated', flush=True)"
+    done = sandboxed(code, Confinement(memory_bytes=400 << 20), timeout=60)
+    assert done.returncode == -signal.SIGKILL and "allocated" not in done.stdout
+    assert "ran out of memory" in done.stderr
+
+
+def test_cpu_time_cap_stops_a_busy_loop(caps):
+    start = time.monotonic()
+    done = sandboxed("while True:\n    pass", Confinement(cpu_seconds=1), timeout=30)
+    assert done.returncode == -signal.SIGXCPU
+    assert time.monotonic() - start < 10
+
+
+@needs_cgroup["cpu"]
+def test_cpu_time_cap_covers_the_whole_sandbox():
+    # three processes of 0.6 s CPU each: each is under the 1 s cap, together they are not
+    code = ("import os, time\nos.fork(); os.fork()\n"
+            "while time.process_time() < 0.6:\n    pass\ntime.sleep(5)\nprint('done')")
+    done = sandboxed(code, Confinement(cpu_seconds=1), timeout=30)
+    assert done.returncode == -signal.SIGXCPU and "done" not in done.stdout
+    assert "CPU time" in done.stderr
+
+
+def test_process_cap_limits_the_sandbox(caps):
+    code = textwrap.dedent('''
+        import os, time
+        started = 0
+        try:
+            for _ in range(200):
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                started += 1
+                time.sleep(0.01)
+        except OSError as exc:
+            print(started, exc.strerror)
+        else:
+            print(started, "no limit")
+    ''')
+    done = sandboxed(code, Confinement(max_processes=40), timeout=60)
+    if done.returncode == -signal.SIGKILL:   # root without a pids cgroup: counted, and killed past the cap
+        assert "more than 40 processes" in done.stderr
+    else:                                    # pids cgroup or RLIMIT_NPROC: fork fails at the cap
+        started, why = done.stdout.split(" ", 1)
+        assert int(started) < 40 and "no limit" not in why, done.stdout + done.stderr
+
+
+def test_fork_bomb_is_contained(caps):
+    marker = f"sandbox-test-{uuid.uuid4().hex}"
+    code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    argv = sandbox_argv([sys.executable, "-c", code, marker],
+                        Confinement(max_processes=32, memory_bytes=1 << 30, cpu_seconds=20))
+    bomb = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline, peak = time.monotonic() + 3, 0
+        while time.monotonic() < deadline and bomb.poll() is None:
+            peak = max(peak, len(processes_with(marker)))
+            time.sleep(0.02)
+        if caps == "cgroup" and "pids" in CGROUPS:
+            # the cap counts bwrap's two processes; the supervisor, outside the sandbox, has the marker too
+            assert peak <= 32 + 1 and bomb.poll() is None
+        else:   # counted every 50 ms and killed past the cap, or RLIMIT_NPROC
+            assert bomb.poll() == -signal.SIGKILL or os.getuid() != 0
+    finally:
+        if bomb.poll() is None:
+            os.killpg(bomb.pid, signal.SIGKILL)
+        bomb.communicate(timeout=30)
+    assert gone(marker, within_s=10), "the fork bomb outlived its sandbox"
+    confine.remove_stale_cgroups()
+    assert stale_cgroups() == []
+
+
+def test_environment_secrets_are_not_visible(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_GRADEBOOK_URL", "postgresql://grader:secret@db/grades")
+    monkeypatch.setenv("WORKSHOP_API_TOKEN", "secret-token")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-key")
+    monkeypatch.setenv("WORKSHOP_CELL_TIMEOUT", "20")
+    done = sandboxed("import os, json; print(json.dumps(dict(os.environ)))", env={"EXTRA": "passed"})
+    assert done.returncode == 0, done.stderr
+    inside = eval(done.stdout)
+    assert "secret" not in done.stdout
+    assert inside["WORKSHOP_CELL_TIMEOUT"] == "20" and inside["EXTRA"] == "passed" and inside["HOME"] == "/tmp"
+    assert not {"WORKSHOP_GRADEBOOK_URL", "WORKSHOP_API_TOKEN", "AWS_SECRET_ACCESS_KEY"} & set(inside)
+
+
+def test_interrupt_reaches_the_sandboxed_process():
+    code = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGINT, lambda *a: (print('interrupted', flush=True), sys.exit(0)))\n"
+            "print('ready', flush=True)\ntime.sleep(30)\n")
+    proc = subprocess.Popen(sandbox_argv([sys.executable, "-c", code], Confinement()), stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "ready"
+    os.killpg(proc.pid, signal.SIGINT)   # what Jupyter sends: the signal goes to the process group
+    out, _ = proc.communicate(timeout=10)
+    assert out.strip() == "interrupted" and proc.returncode == 0
+
+
+def test_sandbox_off_runs_unconfined(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_SANDBOX", "off")
+    monkeypatch.setenv("WORKSHOP_GRADEBOOK_URL", "postgresql://secret")
+    code = (f"import os\nopen({str(tmp_path / 'out')!r}, 'w').write('x')\n"
+            f"print(os.path.exists({str(REPO_ROOT / 'solutions')!r}), os.environ['WORKSHOP_GRADEBOOK_URL'])")
+    done = sandboxed(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "postgresql://secret"] and (tmp_path / "out").exists()
+
+
+def test_missing_bwrap_raises_with_how_to(monkeypatch, handler):
+    monkeypatch.setenv("WORKSHOP_BWRAP", "/nonexistent/bwrap")
+    with pytest.raises(SandboxUnavailable) as raised:
+        sandbox_argv(["true"], Confinement())
+    message = str(raised.value)
+    assert "/nonexistent/bwrap" in message and "apt-get install bubblewrap" in message
+    assert "unprivileged_userns_clone" in message and "WORKSHOP_SANDBOX=off" in message
+    with pytest.raises(SandboxUnavailable):
+        run_child(handler, {"what": "hello"}, timeout_s=10)
