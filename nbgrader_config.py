@@ -14,8 +14,21 @@ c.CourseDirectory.db_url = os.environ.get("WORKSHOP_GRADEBOOK_URL", "sqlite:///g
 # Assignments known to the gradebook; `generate_assignment` adds one that is missing.
 c.CourseDirectory.db_assignments = [{"name": "puzzles"}]
 
-# Each graded kernel runs in a child process with its own time limit (WORKSHOP_KERNEL_TIMEOUT, 30 s by
-# default, two children per cell at most), so a cell needs more than that; a cell that still hangs is
-# interrupted and the rest of the notebook is graded.
+# The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
+# hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.
 c.Execute.timeout = int(os.environ.get("WORKSHOP_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
+
+# Trusted grading (graders/autograde.py): the notebook's kernel runs sandboxed, and every graded test cell's
+# output is replaced by a verdict the nbgrader process computes from the submitted file, before nbgrader's
+# SaveAutoGrades reads points from it. The others are nbgrader's default preprocessors, in its order.
+c.Autograde.autograde_preprocessors = [
+    "graders.autograde.SandboxedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "graders.autograde.TrustedGrades",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]

@@ -3,18 +3,17 @@
 - `grade_kernel` sends one kernel's source (a string) to a fresh `graders.perf_child` process with a
   wall-clock limit (no address-space limit: CUDA reserves far more virtual memory than it uses; the child
   caps its GPU memory itself) and returns a result dict with the status, the measurements and the score.
-- `score` is for nbgrader's hidden test cells: it prints a short report to stdout and returns the points
-  earned (nbgrader takes a test cell's number, below its points, as partial credit), or raises
+- `score` is a hidden test (`graders.hidden_tests`): it prints a short report to stdout and returns the
+  points earned (nbgrader takes a test cell's number, below its points, as partial credit), or raises
   `KernelFailed` for a kernel that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
-  (nbgrader scores a test cell with any stderr output 0) and silences warnings.
+  and silences warnings.
 - `check_compiles` is for students without a GPU: it compiles in-process and reports registers and spills.
 
 ``WORKSHOP_PERF_BUDGET_S`` (seconds), when set, replaces the spec's ``time_budget_s`` as the timing budget
 of each kernel (an explicit ``budget_s`` still wins): the GPU test of the nbgrader pipeline uses it to grade
 three whole submissions in a few minutes. Real grading leaves it unset.
 
-Without a GPU, grading stops with `NeedsGPUWorker`; inside ``nbgrader autograde`` (``NBGRADER_EXECUTION``)
-`score` ends the notebook's kernel instead, so nbgrader abandons the submission rather than recording 0s.
+Without a GPU, grading stops with `NeedsGPUWorker`.
 """
 from __future__ import annotations
 
@@ -24,7 +23,8 @@ import warnings
 from pathlib import Path
 
 from graders.cuda_compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
-from graders.gpu import NO_GPU_EXIT, NeedsGPUWorker, detect_gpu, require_gpu
+from graders.gpu import detect_gpu, require_gpu
+from graders.hidden_tests import hidden_test
 from graders.kernel_spec import ROOT, AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.sandbox import ChildResult, run_child
 from graders.scoring import score_kernel
@@ -53,7 +53,7 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
                "params": dict(params) if params is not None else None,
                "budget_s": budget, "memory_fraction": memory_fraction}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
-    child = run_child(CHILD, request, timeout_s=limit, env=_child_env())
+    child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     return result_from_child(child, spec, kernel, limit)
 
 
@@ -116,20 +116,15 @@ def _rate(per_second: float, unit: str) -> str:
     return f"{per_second / 1e9:.0f} G{unit}/s"
 
 
+@hidden_test(alone=True)
 def score(assignment: str | Path, kernel_id: str, source: str, **options) -> float:
-    """Points for one kernel, for an nbgrader test cell; raises `KernelFailed` unless it is correct."""
+    """Points for one kernel, for an nbgrader test cell; raises `KernelFailed` unless it is correct.
+
+    Without a GPU worker for a GPU-only assignment it raises `NeedsGPUWorker`: the trusted grader then
+    stops the submission instead of recording zeros."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            result = grade_kernel(assignment, kernel_id, source, **options)
-        except NeedsGPUWorker as exc:
-            if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-                print(str(exc), flush=True)
-                # also on the kernel process's own stderr (not the cell's), which nbgrader's console shows:
-                # the autograded notebook, and with it the cell's output, is removed once the kernel dies
-                os.write(2, f"\n[kernel-workshop] {exc}\n".encode())
-                os._exit(NO_GPU_EXIT)   # nbgrader abandons a submission whose kernel died: no zeros recorded
-            raise
+        result = grade_kernel(assignment, kernel_id, source, **options)
     print(report(result))
     sys.stdout.flush()
     if result["status"] != "ok":

@@ -1,5 +1,6 @@
-"""Notebook-facing puzzle grading: ``check`` (the student's self-check), ``grade_correctness`` and
-``grade_limits`` (nbgrader's hidden test cells).
+"""Puzzle grading: ``check`` (the student's self-check), ``grade_correctness`` and ``grade_limits`` (the
+hidden tests, see `graders.hidden_tests`: during ``nbgrader autograde`` the trusted grader calls them with
+the kernel parsed from the submitted file).
 
 Each call sends the kernel's source to a fresh child process (see `graders.sandbox`) with a wall-clock
 limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A failed hidden test
@@ -15,12 +16,15 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from dataclasses import dataclass
 
 import puzzles
 from graders.gpu import detect_gpu
+from graders.hidden_tests import hidden_test
 from graders.kernel_source import KernelSourceError, kernel_source
 from graders.sandbox import run_child
+from graders.submission import SubmittedKernel
 
 PUBLIC_SEED = 2024          # public checks use fixed inputs; hidden tests draw fresh ones every run
 SIM_MEMORY_BYTES = 4 << 30  # address-space cap of a simulator child
@@ -60,9 +64,13 @@ def target_name(t: str) -> str:
 
 
 _runs: dict[tuple, Run] = {}
+_run_locks: dict[tuple, threading.Lock] = {}   # one child per key, also when hidden tests run in threads
 
 
 def _run(puzzle_id: str, kernel, mode: str, on: str) -> Run:
+    """``kernel`` is a live ``@cuda.jit`` dispatcher (in a notebook) or a `SubmittedKernel` (trusted grader)."""
+    if isinstance(kernel, SubmittedKernel):
+        return run_source(puzzle_id, kernel.source, kernel.name, mode, on)
     try:
         source, name = kernel_source(kernel)
     except KernelSourceError as exc:
@@ -72,30 +80,32 @@ def _run(puzzle_id: str, kernel, mode: str, on: str) -> Run:
 
 def run_source(puzzle_id: str, source: str, name: str, mode: str, on: str) -> Run:
     """Grade kernel ``name`` defined in ``source`` on the ``mode`` cases, in a child on target ``on``."""
-    puzzle = puzzles.get(puzzle_id)
     key = (puzzle_id, source, name, mode, on)
-    if key in _runs:
-        return _runs[key]
+    with _run_locks.setdefault(key, threading.Lock()):
+        if key not in _runs:
+            _runs[key] = _run_child(puzzle_id, source, name, mode, on)
+    return _runs[key]
+
+
+def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str) -> Run:
+    puzzle = puzzles.get(puzzle_id)
     seed = PUBLIC_SEED if mode == "public" else int.from_bytes(os.urandom(8), "little")
     request = {"puzzle": puzzle.id, "source": source, "kernel_name": name, "mode": mode, "seed": seed,
                "target": on}
     result = run_child(
         "graders.puzzle_child", request, timeout_s=timeout_s(),
         memory_bytes=SIM_MEMORY_BYTES if on == "sim" else None,
-        env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"},
+        env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"}, gpu=on == "gpu",
     )
     if not result.ok:
-        run = Run(on, False, f"the kernel was {result.status}: {result.message}", [], 0)
-    elif "error" in result.answer and not result.answer.get("cases"):
-        run = Run(on, False, result.answer["error"], [], 0)
-    else:
-        cases = result.answer["cases"]
-        failed = [c for c in cases if not c["correct"]]
-        message = f"case {failed[0]['case']}: {failed[0]['message']}" if failed else ""
-        violations = [v for c in cases for v in c["violations"]]
-        run = Run(on, not failed, message, violations, len(cases))
-    _runs[key] = run
-    return run
+        return Run(on, False, f"the kernel was {result.status}: {result.message}", [], 0)
+    if "error" in result.answer and not result.answer.get("cases"):
+        return Run(on, False, result.answer["error"], [], 0)
+    cases = result.answer["cases"]
+    failed = [c for c in cases if not c["correct"]]
+    message = f"case {failed[0]['case']}: {failed[0]['message']}" if failed else ""
+    violations = [v for c in cases for v in c["violations"]]
+    return Run(on, not failed, message, violations, len(cases))
 
 
 def _limits_run(puzzle_id: str, kernel, mode: str) -> Run:
@@ -103,6 +113,7 @@ def _limits_run(puzzle_id: str, kernel, mode: str) -> Run:
     return _run(puzzle_id, kernel, mode, "sim")
 
 
+@hidden_test
 def grade_correctness(puzzle_id: str, kernel) -> None:
     """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`."""
     run = _run(puzzle_id, kernel, "hidden", target())
@@ -111,6 +122,7 @@ def grade_correctness(puzzle_id: str, kernel) -> None:
     print(f"{puzzle_id}: correct on {run.cases} hidden cases, run on {target_name(run.target)}")
 
 
+@hidden_test
 def grade_limits(puzzle_id: str, kernel) -> None:
     """Hidden test: a correct kernel within the puzzle's access limits, or `PuzzleFailed`."""
     run = _limits_run(puzzle_id, kernel, "hidden")

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders import sass
-from graders.cuda_compile import DEFAULT_ARCH, CompileError, compile_cuda
-from graders.kernel_spec import SpecError, load_spec, read_toml, resolve_geometry, spec_path
+from graders.cuda_compile import CompileError
+from graders.hidden_tests import hidden_test
+from graders.kernel_spec import SpecError, load_spec, read_toml, spec_path
 from graders.perf_grade import KernelFailed
+from graders.sandbox import run_child
 
 TUNABLE = ("BM", "BN", "BK", "TM", "TN")
 
@@ -96,14 +98,41 @@ def load_structure(assignment: str | Path) -> Structure:
 
 # --- SASS checks --------------------------------------------------------------------------------------
 
-def inspect(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None,
-            params=None, requirements: tuple[str, ...] = (), disassemble: bool = True) -> tuple[list[str], dict]:
-    """Compile ``source`` as the grader launches it (for sm_90, the workers' GPU) and check its SASS."""
-    kernel = load_spec(assignment).kernel(kernel_id)
-    geometry = resolve_geometry(kernel, block, tile, params)
-    compiled = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(), arch=DEFAULT_ARCH)
-    failures, facts = sass.check(compiled.cubin, kernel.function, requirements, disassemble_always=disassemble)
-    return failures, facts | {"arch": compiled.arch, "defines": geometry.defines()}
+COMPILE_TIMEOUT_S = 60.0     # one compile and disassembly in the structure child, at most
+
+
+def inspect_launches(assignment: str | Path, kernel_id: str, source: str, launches: list[dict], *,
+                     requirements: tuple[str, ...] = (), disassemble: bool = True) -> list[tuple[list[str], dict]]:
+    """Compile ``source`` at each launch (for sm_90, the workers' GPU) and check its SASS, in a sandboxed child.
+
+    One ``(failures, facts)`` per launch; raises `CompileError` for the first launch that does not compile."""
+    request = {"spec_path": str(spec_path(assignment).resolve()), "kernel_id": kernel_id, "source": source,
+               "launches": [_plain_launch(launch) for launch in launches], "requirements": list(requirements),
+               "disassemble": disassemble}
+    child = run_child("graders.structure_child", request, timeout_s=COMPILE_TIMEOUT_S * max(1, len(launches)))
+    if not child.ok:
+        raise CompileError(f"the compiler was {child.status}: {child.message}")
+    if "error" in child.answer:
+        raise CompileError(f"the structure check failed: {child.answer['error']}")
+    found = []
+    for launch, result in zip(launches, child.answer["results"]):
+        if "compile_error" in result:
+            where = f"at {_plain_launch(launch)}: " if len(launches) > 1 else ""
+            raise CompileError(where + result["compile_error"])
+        found.append((result["failures"], result["facts"]))
+    return found
+
+
+def _plain_launch(launch: dict) -> dict:
+    """``block``/``tile``/``params`` as JSON values."""
+    return {k: (dict(v) if k == "params" else list(v)) for k, v in launch.items() if v is not None}
+
+
+def inspect(assignment: str | Path, kernel_id: str, source: str, *, requirements: tuple[str, ...] = (),
+            disassemble: bool = True, **launch) -> tuple[list[str], dict]:
+    """`inspect_launches` at one launch (``block``, ``tile``, ``params``; the spec's when none is given)."""
+    return inspect_launches(assignment, kernel_id, source, [launch], requirements=requirements,
+                            disassemble=disassemble)[0]
 
 
 def describe(facts: dict) -> str:
@@ -113,6 +142,7 @@ def describe(facts: dict) -> str:
             f"{r.get('LOCAL', 0)} B local")
 
 
+@hidden_test
 def check_sass(assignment: str | Path, check_id: str, source: str, **launch) -> float:
     """Points for one structural check (a hidden test cell): prints what was found, raises if unmet."""
     check = load_structure(assignment).checks[check_id]
@@ -199,13 +229,12 @@ def search_problems(assignment: str | Path, source: str, space: dict, choice: di
         problems.append(f"the choice {choice} is not in the search space")
     if problems:
         return problems, valid
-    for config in valid:
-        try:
-            failures, _ = inspect(assignment, rules.kernel, source, requirements=("no_local",), disassemble=False,
-                                  **tune_launch(config))
-        except CompileError as exc:
-            problems.append(f"configuration {config} does not compile: {exc}")
-            break
+    try:
+        inspected = inspect_launches(assignment, rules.kernel, source, [tune_launch(c) for c in valid],
+                                     requirements=("no_local",), disassemble=False)
+    except CompileError as exc:
+        return problems + [f"a configuration does not compile {exc}"], valid
+    for config, (failures, _) in zip(valid, inspected):
         if failures and config == choice:
             problems.append(f"the chosen configuration {config}: {failures[0]}")
         elif failures:
@@ -213,6 +242,7 @@ def search_problems(assignment: str | Path, source: str, space: dict, choice: di
     return problems + notes, valid
 
 
+@hidden_test
 def check_search(assignment: str | Path, source: str, space: dict, choice: dict) -> float:
     """Points for the autotuning search (a hidden test cell): prints, returns points or raises."""
     rules = load_structure(assignment).autotune
@@ -231,6 +261,7 @@ def check_search(assignment: str | Path, source: str, space: dict, choice: dict)
     return rules.points
 
 
+@hidden_test(alone=True)
 def score_autotuned(assignment: str | Path, source: str, choice: dict, **options) -> float:
     """The tuned kernel's correctness and speed, graded at the student's chosen configuration."""
     from graders.perf_grade import score

@@ -2,7 +2,6 @@
 
   workshop demo              release, submit three notebooks, autograde, export, summarise (scratch dir)
   workshop build-notebook    rebuild assignments/puzzles/puzzles.ipynb from puzzles/ and solutions/
-  workshop audit [--fix]     regrade autograded puzzle submissions from the files, flag tampering
 """
 from __future__ import annotations
 
@@ -18,18 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="the whole course flow on the puzzles track, in a scratch directory")
     demo.add_argument("--dir", type=Path, default=None, help="course directory to create (default: a temp dir)")
     sub.add_parser("build-notebook", help="rebuild the puzzles source notebook")
-    audit = sub.add_parser("audit", help="regrade autograded puzzle submissions out of band (course dir: cwd)")
-    audit.add_argument("--fix", action="store_true", help="write the regraded scores as manual scores")
-    audit.add_argument("--student", default="*", help="one student's id (default: all)")
     args = parser.parse_args(argv)
 
     if args.command == "build-notebook":
         from puzzles.notebook import write
         print(f"wrote {write()}")
         return 0
-    if args.command == "audit":
-        from workshop.audit import audit_course
-        return 1 if audit_course(Path.cwd(), fix=args.fix, student=args.student) and not args.fix else 0
     from workshop.demo import run_demo
     return run_demo(args.dir)
 

@@ -70,3 +70,32 @@ def test_correct_but_slow_gets_correctness_and_partial_speed_points(grading):
         assert scores[f"{kid}_score"] == SPEC.kernel(kid).points
     correctness = sum(k.points_correct for k in SPEC.kernels.values())
     assert correctness < sum(scores.values()) < sum(FULL.values())
+
+
+HOSTILE_COPY_CELL = '''
+import time
+
+import graders.perf_grade
+import torch
+
+def score(*args, **kwargs):        # what a hidden test cell in this notebook would call
+    return 3.0
+
+graders.perf_grade.score = score
+graders.perf_grade.grade_kernel = lambda *a, **k: {"status": "ok", "score": {"total": 3.0}}
+torch.cuda.Event.elapsed_time = lambda self, end: 1e-6    # a timer that says every kernel is instant
+time.perf_counter = lambda: 0.0
+'''
+
+
+def test_a_notebook_that_forges_score_and_the_timers_earns_its_honest_points(grading):
+    """``score`` redefined and the timers patched in the notebook: the trusted grader runs neither."""
+    answers = submissions.transpose_answers({"padded": slow_source("padded")})
+    answers["copy"] += "\n" + HOSTILE_COPY_CELL
+    answers["naive"] = submissions.transpose_cell("naive", 'extern "C" __global__ void transpose_naive('
+                                                  'float* out, const float* in, int rows, int cols) {}')
+    scores = grading.grade("forger", answers)
+    assert scores["copy_score"] == FULL["copy_score"] and scores["tiled_score"] == FULL["tiled_score"]
+    assert scores["naive_score"] == 0
+    padded = SPEC.kernel("padded")
+    assert padded.points_correct <= scores["padded_score"] < padded.points

@@ -1,5 +1,5 @@
 # Tampering: a wrong Zip kernel, and a cell that replaces the grader's functions in the notebook process so
-# that the hidden tests pass anyway. nbgrader records full marks; `workshop audit` regrades from the file.
+# that hidden tests run in the notebook would pass. The trusted grader reads the kernel from the file instead.
 # expect: zip_correct=0 zip_limits=0
 # %% zip
 import graders.puzzle_grade as _grading

@@ -1,0 +1,201 @@
+"""nbgrader's autograde, made safe for hostile submissions: configured in ``nbgrader_config.py``.
+
+nbgrader turns each test cell's *output* into points, and it gets that output by running the student's
+notebook in a Jupyter kernel. Two preprocessors change who decides that output:
+
+- `SandboxedExecute` runs the notebook as before (the student's feedback: their prints, plots and errors),
+  but its kernel (`SandboxedKernelManager`) lives in a bubblewrap sandbox (`graders.sandbox`): no network,
+  no GPU, a read-only filesystem without the course directory, capped memory, CPU time and processes, and
+  nothing that outlives it. A notebook whose kernel dies or hangs is still graded.
+- `TrustedGrades`, placed after it and before nbgrader's ``SaveAutoGrades``, replaces every graded test
+  cell's outputs with a verdict computed here, in nbgrader's own process: it reads the cell's grading call
+  (the cell's source comes from the gradebook, restored by nbgrader's ``OverwriteCells``), resolves its
+  arguments from the submitted solution cells by parsing (`graders.submission`), and calls the registered
+  hidden test (`graders.hidden_tests`), which grades in sandboxed children. Nothing the notebook's kernel
+  printed, returned or raised is kept in a graded cell.
+
+A GPU-only assignment autograded without a GPU, or any assignment on a machine without the sandbox, stops
+the submission with a line in nbgrader's log; nothing is recorded for it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets import Integer
+
+from graders import perf_grade, puzzle_grade, structure  # noqa: F401 (they register the hidden tests)
+from graders.gpu import NeedsGPUWorker, require_gpu
+from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
+from graders.sandbox import Confinement, SandboxUnavailable, sandbox_argv
+from graders.kernel_spec import load_spec, spec_path
+from graders.submission import HiddenCall, Submission, SubmissionError, hidden_call
+
+GIB = 1 << 30
+
+
+def _course(config) -> CourseDirectory:
+    return CourseDirectory(config=config)
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """A Jupyter kernel inside the sandbox, reached over unix sockets in a private directory."""
+
+    memory_bytes = Integer(4 * GIB, config=True, help="memory cap of the notebook's kernel")
+    cpu_seconds = Integer(1800, config=True, help="CPU-time cap of the notebook's kernel")
+
+    async def _async_pre_start_kernel(self, **kw):
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="workshop-kernel-"))
+        self.transport = "ipc"
+        self.connection_file = str(self._socket_dir / "kernel.json")
+        self.ip = str(self._socket_dir / "ipc")
+        self.kernel_spec.interrupt_mode = "message"   # a signal would reach bubblewrap, not the kernel
+        env = dict(kw.get("env") or os.environ)
+        env["NUMBA_ENABLE_CUDASIM"] = "1"             # no GPU in here: hand-launched kernels use the simulator
+        kw["env"] = env
+        return await super()._async_pre_start_kernel(**kw)
+
+    def format_kernel_cmd(self, extra_arguments=None) -> list[str]:
+        confinement = Confinement(gpu=False, memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds,
+                                  writable=(self._socket_dir,), hide=(Path(_course(self.config).root),))
+        return sandbox_argv(super().format_kernel_cmd(extra_arguments), confinement)
+
+    def cleanup_resources(self, restart: bool = False) -> None:
+        super().cleanup_resources(restart=restart)
+        if not restart and getattr(self, "_socket_dir", None):
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute with the kernel in the sandbox. A kernel that dies, a cell that will not stop or
+    output that never arrives ends the notebook's run there, not its grading."""
+
+    def __init__(self, **kwargs):
+        kwargs["kernel_manager_class"] = SandboxedKernelManager
+        super().__init__(**kwargs)
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        assignment = resources["nbgrader"]["assignment"]
+        if spec_path(assignment).exists() and load_spec(assignment).requires_gpu:
+            require_gpu(f"Autograding {assignment}")   # before running anything: no zeros recorded
+        try:
+            return super().preprocess(nb, resources)
+        except SandboxUnavailable:
+            raise
+        except (DeadKernelError, CellTimeoutError, RuntimeError) as exc:
+            self.log.warning("The notebook stopped running (%s: %s); the cells after it did not run. Graded "
+                             "cells are graded from the submitted file all the same.", type(exc).__name__,
+                             str(exc).splitlines()[0] if str(exc) else "")
+            return nb, resources
+
+
+class _ThreadStdout(io.TextIOBase):
+    """``sys.stdout`` while grading: each thread's prints go to its own buffer, others to the real stdout."""
+
+    def __init__(self, real):
+        self.real, self.local = real, threading.local()
+
+    def write(self, text: str) -> int:
+        buffer = getattr(self.local, "buffer", None)
+        return (buffer or self.real).write(text)
+
+    def flush(self) -> None:
+        if getattr(self.local, "buffer", None) is None:
+            self.real.flush()
+
+
+class TrustedGrades(NbGraderPreprocessor):
+    """Write each graded test cell's output from a verdict computed outside the student's process.
+
+    Hidden tests run ``workers`` at a time (each grades in its own sandboxed child), except those that time
+    kernels (`graders.hidden_tests.RUN_ALONE`), which run one by one after the others."""
+
+    workers = Integer(os.cpu_count() or 1, config=True, help="hidden tests graded at once")
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        enter_trusted_grader()
+        self._report_extra_files(resources)
+        submission = Submission(nb)
+        cells = [c for c in nb.cells if c.cell_type == "code" and utils.is_grade(c) and not utils.is_solution(c)]
+        calls = {id(c): self._call(c) for c in cells}
+        alone = [c for c in cells if calls[id(c)][0] in RUN_ALONE]
+        together = [c for c in cells if c not in alone]
+        stdout = _ThreadStdout(sys.stdout)
+        with contextlib.redirect_stdout(stdout), ThreadPoolExecutor(max(1, self.workers)) as pool:
+            outputs = dict(zip(map(id, together), pool.map(
+                lambda c: self._grade(c, calls[id(c)], submission, stdout), together)))
+            for cell in alone:
+                outputs[id(cell)] = self._grade(cell, calls[id(cell)], submission, stdout)
+        for cell in cells:
+            cell.outputs = outputs[id(cell)]
+        return nb, resources
+
+    @staticmethod
+    def _call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:
+        """(the hidden test's name, or "" where the cell has none; the call, or why it cannot be read)."""
+        try:
+            call = hidden_call(cell.source, set(HIDDEN_TESTS))
+        except (SubmissionError, SyntaxError) as exc:
+            return "", exc
+        return call.function, call
+
+    def _grade(self, cell: NotebookNode, named: tuple[str, HiddenCall | Exception], submission: Submission,
+               stdout: _ThreadStdout) -> list[NotebookNode]:
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        out = stdout.local.buffer = io.StringIO()
+        try:
+            _, call = named
+            if isinstance(call, Exception):
+                raise call
+            args = [submission.resolve(a) for a in call.args]
+            kwargs = {name: submission.resolve(v) for name, v in call.keywords}
+            points = HIDDEN_TESTS[call.function](*args, **kwargs)
+        except (NeedsGPUWorker, SandboxUnavailable) as exc:   # this worker cannot grade: record nothing
+            self.log.error("%s: %s", grade_id, exc)
+            raise
+        except Exception as exc:  # the kernel failed its test, or the submission lacks what it needs
+            self.log.info("%s: 0 points: %s: %s", grade_id, type(exc).__name__, exc)
+            return self._outputs(out.getvalue(), error=exc)
+        finally:
+            stdout.local.buffer = None
+        self.log.info("%s: %s", grade_id, "full points" if points is None else f"{points} points")
+        return self._outputs(out.getvalue(), points=points)
+
+    @staticmethod
+    def _outputs(text: str, *, points: float | None = None, error: Exception | None = None) -> list[NotebookNode]:
+        outputs = [new_output("stream", name="stdout", text=text)] if text else []
+        if error is not None:
+            name = type(error).__name__
+            outputs.append(new_output("error", ename=name, evalue=str(error), traceback=[f"{name}: {error}"]))
+        elif points is not None:
+            outputs.append(new_output("execute_result", data={"text/plain": repr(float(points))},
+                                      execution_count=None))
+        return outputs
+
+    def _report_extra_files(self, resources: dict) -> None:
+        """Files handed in beside the notebook are never imported or read; say which were ignored."""
+        folder = Path(resources.get("metadata", {}).get("path", ""))
+        if not folder.is_dir():
+            return
+        coursedir = _course(self.config)
+        source = Path(coursedir.format_path(coursedir.source_directory, ".", resources["nbgrader"]["assignment"]))
+        shipped = {p.relative_to(source) for p in source.rglob("*") if p.is_file()} if source.is_dir() else set()
+        extra = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                       if p.is_file() and p.suffix != ".ipynb" and p.relative_to(folder) not in shipped)
+        if extra:
+            self.log.warning("Ignored files handed in beside the notebook (never imported): %s",
+                             ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""))

@@ -1,0 +1,29 @@
+"""Child handler (run by `graders.sandbox.run_child`): compile one kernel at several launches and read SASS.
+
+Compiling is done here rather than in the grading process because the source is the student's: NVRTC reads
+``#include`` files from the filesystem, and inside the sandbox nothing but the graders' own files is there.
+"""
+from __future__ import annotations
+
+from graders import sass
+from graders.cuda_compile import DEFAULT_ARCH, CompileError, compile_cuda
+from graders.kernel_spec import load_spec, resolve_geometry
+
+
+def handle(request: dict) -> dict:
+    """``{"results": [...]}``, one per launch: ``{"failures", "facts"}`` or ``{"compile_error"}``."""
+    kernel = load_spec(request["spec_path"]).kernel(request["kernel_id"])
+    results = []
+    for launch in request["launches"]:
+        geometry = resolve_geometry(kernel, launch.get("block"), launch.get("tile"), launch.get("params"))
+        try:
+            compiled = compile_cuda(request["source"], kernels=(kernel.function,), defines=geometry.defines(),
+                                    arch=DEFAULT_ARCH)
+        except CompileError as exc:
+            results.append({"compile_error": str(exc)})
+            continue
+        failures, facts = sass.check(compiled.cubin, kernel.function, request["requirements"],
+                                     disassemble_always=request["disassemble"])
+        results.append({"failures": failures,
+                        "facts": facts | {"arch": compiled.arch, "defines": geometry.defines()}})
+    return {"results": results}

@@ -1,0 +1,173 @@
+"""Hostile submissions through real ``nbgrader autograde`` (puzzles, simulator): each earns exactly what its
+honest kernels earn, and leaves the gradebook, the grader's files, the machine and the network as they were.
+
+The payloads are cell files in tests/attacks/ (see their comments); a victim's reference submission is
+graded first and must keep its 42 points through every attack.
+"""
+from __future__ import annotations
+
+import hashlib
+import socket
+import string
+import subprocess
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+import puzzles
+from nbgrader_course import Course
+from workshop import submissions
+from workshop.cells import read_cells, read_expectations
+
+pytestmark = pytest.mark.slow
+ATTACKS = Path(__file__).parent / "attacks"
+ROOT = submissions.ROOT
+TOTAL = 3 * len(puzzles.PUZZLES)
+MARKER = f"kw-attack-{uuid.uuid4().hex[:12]}"
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that records every connection made to it."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections: list[bytes] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections.append(conn.recv(1 << 16))
+            conn.close()
+
+
+def _fingerprint(paths: list[Path]) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = Course(tmp_path_factory.mktemp("attacks"))
+    course.submit("victim", submissions.reference_answers())
+    course.autograde("victim")
+    assert sum(course.scores("victim").values()) == TOTAL
+    return course
+
+
+@pytest.fixture(scope="module")
+def listener():
+    return Listener()
+
+
+def _answers(name: str, course: Course, listener: Listener) -> dict[str, str]:
+    """The reference answers with the attack file's cells swapped in (``ID+`` cells appended to ID's)."""
+    answers = submissions.reference_answers()
+    fill = {"ROOT": str(ROOT), "COURSE": str(course.root), "PORT": str(listener.port), "MARKER": MARKER}
+    for grade_id, source in read_cells(ATTACKS / f"{name}.py").items():
+        source = string.Template(source).safe_substitute(fill)
+        if grade_id.endswith("+"):
+            answers[grade_id[:-1]] += "\n\n" + source
+        else:
+            answers[grade_id] = source
+    return answers
+
+
+def _expected(name: str) -> dict[str, float]:
+    expected = {f"{p.id}_{kind}": float(2 if kind == "correct" else 1)
+                for p in puzzles.PUZZLES for kind in ("correct", "limits")}
+    return expected | read_expectations(ATTACKS / f"{name}.py")
+
+
+def _grader_files() -> list[Path]:
+    return sorted([*ROOT.glob("graders/*.py"), *ROOT.glob("puzzles/*.py"), ROOT / "nbgrader_config.py"])
+
+
+@pytest.mark.parametrize("attack", ["hostile", "killers"])
+def test_attack_earns_only_its_honest_points_and_harms_nothing(course, listener, attack):
+    before_files = _fingerprint(_grader_files() + [course.root / "nbgrader_config.py"])
+    victim_before = course.scores("victim")
+
+    course.submit(attack, _answers(attack, course, listener))
+    course.autograde(attack)
+
+    assert course.scores(attack) == _expected(attack)
+    assert course.scores("victim") == victim_before
+    assert _fingerprint(_grader_files() + [course.root / "nbgrader_config.py"]) == before_files
+    assert listener.connections == []
+    survivors = subprocess.run(["pgrep", "-af", MARKER], capture_output=True, text=True).stdout
+    assert survivors == "", f"processes outlived the grading:\n{survivors}"
+    outputs = "\n".join(str(c.get("outputs", "")) for c in course.autograded(attack).cells)
+    assert "BEGIN SOLUTION" not in outputs and "rewrote" not in outputs and "appended to" not in outputs
+
+
+def test_the_ta_sees_why_a_payload_kernel_scored_nothing(course):
+    cells = {c.metadata["nbgrader"]["grade_id"]: c.outputs for c in course.autograded("hostile").cells
+             if c.metadata.get("nbgrader", {}).get("grade")}
+    assert "os.system" in cells["shared_correct"][-1]["evalue"]
+    assert "__class__" in cells["pooling_correct"][-1]["evalue"] or "_" in cells["pooling_correct"][-1]["evalue"]
+    assert "do not define sum_kernel" in cells["prefix_sum_correct"][-1]["evalue"]
+
+
+def test_a_package_handed_in_beside_the_notebook_is_never_imported(course):
+    """A stub notebook with its own graders/ and puzzles/ packages (and a sitecustomize) beside it."""
+    folder = course.submit("shadow", {}).parent
+    fake = "def grade_correctness(*a): pass\ndef grade_limits(*a): pass\ndef check(*a): return True\n"
+    for package in ("graders", "puzzles"):
+        (folder / package).mkdir()
+        (folder / package / "__init__.py").write_text(fake)
+        (folder / package / "puzzle_grade.py").write_text(fake)
+    (folder / "sitecustomize.py").write_text("import builtins; builtins.FORGED = True\n")
+    done = subprocess.run(_autograde_argv(course, "shadow"), cwd=course.root, capture_output=True, text=True,
+                          env=_nbgrader_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sum(course.scores("shadow").values()) == 0
+    assert "Ignored files handed in beside the notebook" in done.stdout + done.stderr
+    assert "graders/__init__.py" in done.stdout + done.stderr
+
+
+def _autograde_argv(course: Course, student: str) -> list[str]:
+    import sys
+    return [sys.executable, "-m", "nbgrader", "autograde", course.assignment, f"--student={student}", "--force"]
+
+
+def _nbgrader_env() -> dict[str, str]:
+    from workshop.course import nbgrader_env
+    return nbgrader_env()
+
+
+def test_forged_cell_metadata_earns_nothing_extra(course):
+    """Extra graded cells, a test cell emptied, a solution cell claiming points: nbgrader's own checks and
+    the gradebook's copy of every test cell decide."""
+    import nbformat
+    nb = submissions.fill(course.release, submissions.reference_answers())
+    bonus = nbformat.v4.new_code_cell("print('bonus')")
+    bonus.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "points": 100, "solution": False,
+                                  "locked": True, "schema_version": 3}
+    nb.cells.append(bonus)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") == "map_correct":
+            cell.source = "pass"
+        if meta.get("grade_id") == "zip":
+            cell.source = "@cuda.jit\ndef zip_kernel(out, a, b, size):\n    pass"
+            meta.update(grade=True, points=50)
+    submissions.write(course.root, "forger", course.assignment, nb)
+    from workshop import course as nbg
+    nbg.add_student(course.root, "forger", "Forger", "Test")
+    nbg.nbgrader(course.root, "autograde", course.assignment, "--student=forger", "--force", check=False)
+    scores = course.scores("forger")
+    assert set(scores) <= set(_expected("hostile"))
+    assert sum(scores.values()) <= TOTAL - 3
+    assert scores.get("zip_correct", 0) == 0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_leftovers():
+    yield
+    subprocess.run(["pkill", "-f", MARKER], capture_output=True)
