@@ -1,9 +1,10 @@
 """Seconds per submission for the whole puzzles track, autograded by nbgrader on numba-cuda's simulator.
 
-    python benchmarks/puzzles_sim.py [--repeat N]
+    python benchmarks/puzzles_sim.py [--repeat N] [--label NAME]
 
 Grades the reference and the untouched stub N times each in a scratch course and writes
-benchmarks/results/puzzles-nbgrader-sim-<date>.json (CPU, cores, versions, each run's seconds).
+benchmarks/results/puzzles-nbgrader-sim-[NAME-]<date-time>.json (CPU, cores, versions, commit, sandbox,
+each run's seconds).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 from importlib import metadata
@@ -29,6 +31,7 @@ from workshop import submissions  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--label", default="", help="a word for the file name, e.g. the code version")
     args = parser.parse_args()
     course = Course(Path(tempfile.mkdtemp(prefix="puzzles-bench-")))
     seconds: dict[str, list[float]] = {"reference": [], "stub": []}
@@ -45,10 +48,15 @@ def main() -> None:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
         "versions": {d: metadata.version(d) for d in ("numba", "numba-cuda", "numpy", "nbgrader")},
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                 text=True).stdout.strip(),
+        "sandbox": os.environ.get("WORKSHOP_SANDBOX", "on"),
         "seconds_per_submission": seconds,
         "median_s": {k: statistics.median(v) for k, v in seconds.items()},
     }
-    out = ROOT / "benchmarks" / "results" / f"puzzles-nbgrader-sim-{datetime.date.today()}.json"
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    label = f"{args.label}-" if args.label else ""
+    out = ROOT / "benchmarks" / "results" / f"puzzles-nbgrader-sim-{label}{stamp}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {out}")
 

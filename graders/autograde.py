@@ -121,10 +121,11 @@ class _ThreadStdout(io.TextIOBase):
 class TrustedGrades(NbGraderPreprocessor):
     """Write each graded test cell's output from a verdict computed outside the student's process.
 
-    Hidden tests run ``workers`` at a time (each grades in its own sandboxed child), except those that time
-    kernels (`graders.hidden_tests.RUN_ALONE`), which run one by one after the others."""
+    Hidden tests run ``workers`` at a time (each grades in sandboxed children; the tests of one kernel share
+    a child, and one of them waits for the other), except those that time kernels
+    (`graders.hidden_tests.RUN_ALONE`), which run one by one after the others."""
 
-    workers = Integer(os.cpu_count() or 1, config=True, help="hidden tests graded at once")
+    workers = Integer(2 * (os.cpu_count() or 1), config=True, help="hidden tests graded at once")
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         enter_trusted_grader()

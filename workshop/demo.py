@@ -41,9 +41,26 @@ def _choose_target() -> str:
     return t
 
 
+def _choose_sandbox() -> None:
+    """The demo grades its own known notebooks: without bubblewrap it may run unsandboxed, and says so."""
+    from graders.sandbox import SandboxUnavailable, sandbox_argv, sandbox_enabled
+    if not sandbox_enabled():
+        print("WORKSHOP_SANDBOX=off: student code runs WITHOUT the sandbox (trusted local use only).")
+        return
+    try:
+        sandbox_argv(["true"])
+    except SandboxUnavailable as exc:
+        os.environ["WORKSHOP_SANDBOX"] = "off"
+        print(f"{exc}\nThis demo grades only its own notebooks, so it goes on WITHOUT the sandbox "
+              "(WORKSHOP_SANDBOX=off). Never grade students' work like this.")
+        return
+    print("Student code runs in the bubblewrap sandbox (no network, read-only files, capped).")
+
+
 def run_demo(dest: Path | None = None) -> int:
     course = (dest or Path(tempfile.mkdtemp(prefix="workshop-demo-"))).resolve()
     print(f"Course directory: {course}")
+    _choose_sandbox()
     _choose_target()
 
     _step(1, f"nbgrader generate_assignment {ASSIGNMENT}")
