@@ -58,7 +58,7 @@ CODE_PACKAGES = ("graders", "puzzles")
 DATA_FILES = ("spec.toml", "structure.toml")
 # Folders and files of a course directory that never become visible, even when on PYTHONPATH.
 COURSE_PRIVATE = ("solutions", "source", "assignments", "submitted", "autograded", "release", "feedback",
-                  "gradebook.db", ".git")
+                  "exchange", "gradebook.db", ".git")
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_*key")
 SANDBOX_UID = 65534
 NAMESPACES = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",

@@ -180,7 +180,8 @@ def test_course_files_are_hidden_and_grader_code_and_specs_are_readable(tmp_path
                     REPO_ROOT / "assignments" / "gemm" / "spec.toml", course / "assignments" / "ps1" / "spec.toml"]
         assert notebooks and all(p.exists() for p in invisible + readable)
         code = ("import os, graders.kernel_spec\n"
-                f"for p in {[str(p) for p in invisible]!r}:\n    print('visible' if os.path.exists(p) else 'hidden', p)\n"
+                f"for p in {[str(p) for p in invisible]!r}:\n"
+                "    print('visible' if os.path.exists(p) else 'hidden', p)\n"
                 f"for p in {[str(p) for p in readable]!r}:\n    open(p).read()\n    print('read', p)\n"
                 "print(graders.kernel_spec.load_spec('gemm').name)\n")
         # solutions/ on PYTHONPATH stays hidden all the same
@@ -190,6 +191,11 @@ def test_course_files_are_hidden_and_grader_code_and_specs_are_readable(tmp_path
         assert "visible" not in done.stdout
         assert done.stdout.count("hidden") == len(invisible) and done.stdout.count("read") == len(readable)
         assert done.stdout.strip().endswith("gemm")
+        # a course named by WORKSHOP_ROOT is hidden the same way, without being passed in `hide`
+        monkeypatch.setenv("WORKSHOP_ROOT", str(course))
+        done = sandboxed(code.replace("load_spec('gemm').name", "spec_path('ps1').read_text()"))
+        assert done.returncode == 0, done.stderr
+        assert "visible" not in done.stdout and done.stdout.strip().endswith("name = 'ps1'")
     finally:
         shutil.rmtree(course, ignore_errors=True)
 
