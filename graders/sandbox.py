@@ -6,8 +6,10 @@ IPC, UTS and cgroup namespaces, a new session, a fresh session keyring, and deat
 filesystem is the host's, read-only (``/proc`` included), with a private tmpfs ``/tmp`` (the default
 working directory and ``HOME``) and ``/dev/shm``, and a minimal ``/dev`` (plus the NVIDIA device nodes for
 a GPU sandbox). Hidden behind empty read-only tmpfs: this repository (the course directory: solutions,
-gradebook, submissions), every ``Confinement.hide`` directory, ``WORKSHOP_ROOT``, the invoking user's home
-and runtime directories (Jupyter connection files); ``/etc/shadow``, ``/etc/gshadow`` and the SSH host keys
+gradebook, submissions), the nbgrader course directory the caller runs in, every ``Confinement.hide``
+directory, ``WORKSHOP_ROOT``, an SQLite gradebook named by ``WORKSHOP_GRADEBOOK_URL``, the invoking user's
+home and runtime directories (Jupyter connection files), and ``/run`` (services' unix sockets, which a
+read-only mount does not protect); ``/etc/shadow``, ``/etc/gshadow`` and the SSH host keys
 are unreadable. Re-exposed read-only inside those: the Python installation (``sys.prefix``,
 ``sys.base_prefix``, ``sys.exec_prefix``), directories on ``sys.path`` and ``PYTHONPATH`` that are not a
 hidden root, do not contain one and are not a course's private folder (`COURSE_PRIVATE`), the code
@@ -60,6 +62,9 @@ DATA_FILES = ("spec.toml", "structure.toml")
 COURSE_PRIVATE = ("solutions", "source", "assignments", "submitted", "autograded", "release", "feedback",
                   "exchange", "gradebook.db", ".git")
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_*key")
+# Where services keep their unix sockets (PostgreSQL, Redis, dockerd...): a read-only mount does not stop a
+# connect() to a socket file, so these folders are hidden whole.
+RUNTIME_DIRS = ("/run", "/var/run")
 SANDBOX_UID = 65534
 NAMESPACES = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
               "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
@@ -160,6 +165,12 @@ def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _sqlite_gradebook() -> str | None:
+    """The gradebook's file when ``WORKSHOP_GRADEBOOK_URL`` names an SQLite file outside the course."""
+    url = os.environ.get("WORKSHOP_GRADEBOOK_URL", "")
+    return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
+
+
 def _home() -> Path | None:
     try:
         return Path(os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
@@ -171,10 +182,13 @@ def _bwrap_args(c: Confinement, env: dict[str, str]) -> list[str]:
     workshop_root = os.environ.get("WORKSHOP_ROOT") or env.get("WORKSHOP_ROOT")
     # the checkout this package runs from (not a site-packages directory, where it is installed normally)
     repo = REPO_ROOT if any((REPO_ROOT / n).exists() for n in (*COURSE_PRIVATE, "pyproject.toml")) else None
-    courses = [r for r in (_resolved(p) for p in (repo, *c.hide, workshop_root) if p) if r and r.is_dir()]
+    # the nbgrader course directory the caller runs in (nbgrader itself, or a tool started from the course)
+    course_here = Path.cwd() if (Path.cwd() / "nbgrader_config.py").is_file() else None
+    courses = [r for r in (_resolved(p) for p in (repo, course_here, *c.hide, workshop_root) if p)
+               if r and r.is_dir()]
     tmp = Path("/tmp")
     candidates = [*courses, *(_resolved(p) for p in c.hide), _home(), os.environ.get("XDG_RUNTIME_DIR"),
-                  os.environ.get("JUPYTER_RUNTIME_DIR")]
+                  os.environ.get("JUPYTER_RUNTIME_DIR"), *RUNTIME_DIRS, _sqlite_gradebook()]
     hidden_dirs: list[Path] = []
     hidden_files: list[Path] = []
     for p in candidates:

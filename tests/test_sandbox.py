@@ -414,3 +414,52 @@ def test_missing_bwrap_raises_with_how_to(monkeypatch, handler):
     assert "unprivileged_userns_clone" in message and "WORKSHOP_SANDBOX=off" in message
     with pytest.raises(SandboxUnavailable):
         run_child(handler, {"what": "hello"}, timeout_s=10)
+
+
+def test_service_sockets_under_run_cannot_be_reached(tmp_path):
+    """A unix socket stays connectable on a read-only mount: /run (PostgreSQL, dockerd, ...) is hidden."""
+    import tempfile
+    import threading
+    if not os.access("/run", os.W_OK):
+        pytest.skip("needs a writable /run to put a test socket in")
+    folder = tempfile.mkdtemp(dir="/run")
+    path = os.path.join(folder, "service.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(5)
+    received = []
+    accepting = threading.Thread(target=lambda: received.append(_accept_one(server)))
+    accepting.start()
+    code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({path!r}); s.send(b'escaped')"
+    done = subprocess.run(sandbox_argv([sys.executable, "-c", code], Confinement()), capture_output=True,
+                          text=True, timeout=60)
+    accepting.join()
+    server.close()
+    shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode != 0 and ("FileNotFoundError" in done.stderr or "No such file" in done.stderr)
+    assert received == [None]
+
+
+def _accept_one(server):
+    try:
+        conn, _ = server.accept()
+    except OSError:
+        return None
+    return conn.recv(100)
+
+
+def test_the_nbgrader_course_directory_of_the_caller_is_hidden(tmp_path, monkeypatch):
+    course = Path("/var/tmp") / tmp_path.name     # not under /tmp, which every sandbox replaces anyway
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    (course / "gradebook.db").write_text("grades")
+    monkeypatch.chdir(course)
+    try:
+        code = f"import os; print(os.listdir({str(course)!r}))"
+        done = subprocess.run(sandbox_argv([sys.executable, "-c", code], Confinement()), capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "gradebook.db" not in done.stdout and "nbgrader_config.py" not in done.stdout
+    finally:
+        shutil.rmtree(course, ignore_errors=True)
