@@ -3,19 +3,19 @@
 `sandbox_argv` gives the argv that runs a command confined (`Confinement` says how): its own user
 namespace (uid 65534, all capabilities dropped, no nested user namespaces), pid, network (loopback only),
 IPC, UTS and cgroup namespaces, a new session, a fresh session keyring, and death with its parent. The
-filesystem is the host's, read-only (``/proc`` included), with a private tmpfs ``/tmp`` (the default
-working directory and ``HOME``) and ``/dev/shm``, and a minimal ``/dev`` (plus the NVIDIA device nodes for
-a GPU sandbox). Hidden behind empty read-only tmpfs: this repository (the course directory: solutions,
-gradebook, submissions), the nbgrader course directory the caller runs in, every ``Confinement.hide``
-directory, ``WORKSHOP_ROOT``, an SQLite gradebook named by ``WORKSHOP_GRADEBOOK_URL``, the invoking user's
-home and runtime directories (Jupyter connection files), and ``/run`` (services' unix sockets, which a
-read-only mount does not protect); ``/etc/shadow``, ``/etc/gshadow`` and the SSH host keys
-are unreadable. Re-exposed read-only inside those: the Python installation (``sys.prefix``,
-``sys.base_prefix``, ``sys.exec_prefix``), directories on ``sys.path`` and ``PYTHONPATH`` that are not a
-hidden root, do not contain one and are not a course's private folder (`COURSE_PRIVATE`), the code
-packages ``graders/`` and ``puzzles/``, and the data files ``assignments/*/spec.toml`` and
-``structure.toml`` (file by file: the notebooks beside them hold solutions). The environment is an
-allowlist without secrets (`graders.confine.sandbox_environment`).
+filesystem is the host's, read-only (``/proc`` too, except the sandbox's own processes' entries), with a
+private tmpfs ``/tmp`` (the default working directory and ``HOME``) and ``/dev/shm``, and a minimal
+``/dev`` (plus the NVIDIA device nodes for a GPU sandbox). Hidden behind empty read-only tmpfs: this
+repository (the course directory: solutions, gradebook, submissions), the nbgrader course directory the
+caller runs in, every ``Confinement.hide`` directory, ``WORKSHOP_ROOT``, an SQLite gradebook named by
+``WORKSHOP_GRADEBOOK_URL``, the invoking user's home and runtime directories (Jupyter connection files),
+and ``/run`` (services' unix sockets, which a read-only mount does not protect); ``/etc/shadow``,
+``/etc/gshadow`` and the SSH host keys are unreadable. Re-exposed read-only inside those: the Python
+installation (``sys.prefix``, ``sys.base_prefix``, ``sys.exec_prefix``), directories on ``sys.path`` and
+``PYTHONPATH`` that are not a hidden root, do not contain one and are not a course's private folder
+(`COURSE_PRIVATE`), the code packages ``graders/`` and ``puzzles/``, and the data files
+``assignments/*/spec.toml`` and ``structure.toml`` (file by file: the notebooks beside them hold
+solutions). The environment is an allowlist without secrets (`graders.confine.sandbox_environment`).
 
 When the caller is root, the sandbox's uid is root's on the host (bubblewrap maps it so): files only root
 may read are readable inside unless hidden, which is why the home directory and the files above are.
@@ -55,7 +55,7 @@ from graders import confine
 
 Status = Literal["ok", "timeout", "crashed"]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = PACKAGE_ROOT = Path(__file__).resolve().parents[1]   # the checkout, or site-packages
 CODE_PACKAGES = ("graders", "puzzles")
 DATA_FILES = ("spec.toml", "structure.toml")
 # Folders and files of a course directory that never become visible, even when on PYTHONPATH.
@@ -120,7 +120,7 @@ def _check_bwrap(bwrap: str) -> None:
     try:
         done = subprocess.run(
             [bwrap, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--remount-ro", "/dev",
-             "--proc", "/proc", "--remount-ro", "/proc", "--size", "1048576", "--tmpfs", "/tmp", "--",
+             "--proc", "/proc", *_proc_covers(), "--size", "1048576", "--tmpfs", "/tmp", "--",
              sys.executable, "-I", "-S", "-c", ""],
             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -152,6 +152,18 @@ def sandbox_argv(command: list[str], confinement: Confinement = Confinement(), *
     bwrap = bwrap_path()
     _check_bwrap(bwrap)
     return [*supervisor, "--bwrap", "--", bwrap, *_bwrap_args(c, dict(env or {})), "--", *command]
+
+
+def _proc_covers() -> list[str]:
+    """Read-only binds over /proc's global entries (sys, irq, sysrq-trigger, ...): the sandbox's uid is root's
+    on the host when the caller is root, and sysctls and such files trust that uid. The per-process entries
+    stay writable (the CUDA driver fails on an all read-only /proc); they are the sandbox's own processes."""
+    covers = []
+    for entry in sorted(os.listdir("/proc")):
+        path = f"/proc/{entry}"
+        if not entry.isdigit() and entry not in ("self", "thread-self") and not os.path.islink(path):
+            covers += ["--ro-bind-try", path, path]
+    return covers
 
 
 def _resolved(path) -> Path | None:
@@ -227,9 +239,7 @@ def _bwrap_args(c: Confinement, env: dict[str, str]) -> list[str]:
         for device in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", device, device]
     args += ["--size", str(c.tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             # read-only: the sandbox's uid is root's on the host, which sysctls and other /proc files trust
-             "--proc", "/proc", "--remount-ro", "/proc",
-             "--size", str(c.tmp_bytes), "--tmpfs", "/tmp"]
+             "--proc", "/proc", *_proc_covers(), "--size", str(c.tmp_bytes), "--tmpfs", "/tmp"]
     for h in hidden_dirs:
         args += ["--size", "1048576", "--tmpfs", str(h)]
     for p in exposed:
@@ -285,9 +295,12 @@ def run_child(
     """
     read_fd, write_fd = os.pipe()
     try:
+        extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
+        # the child's entry point is this package: importable in the child however it was installed
+        pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
         argv = sandbox_argv([sys.executable, "-m", "graders.child", handler, str(write_fd)],
-                            Confinement(gpu=gpu, memory_bytes=memory_bytes),
-                            env={"PYTHONUNBUFFERED": "1", **(env or {})})
+                            Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra)
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)
