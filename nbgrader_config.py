@@ -19,10 +19,12 @@ c.CourseDirectory.db_assignments = [{"name": "puzzles"}]
 c.Execute.timeout = int(os.environ.get("WORKSHOP_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
 
-# Trusted grading (graders/autograde.py): the notebook's kernel runs sandboxed, and every graded test cell's
-# output is replaced by a verdict the nbgrader process computes from the submitted file, before nbgrader's
-# SaveAutoGrades reads points from it. The others are nbgrader's default preprocessors, in its order.
+# Trusted grading (graders/autograde.py): the nbgrader process grades the submitted file in the background
+# while the notebook runs in a sandboxed kernel, then replaces every graded test cell's output with its
+# verdict before nbgrader's SaveAutoGrades reads points from it. The others are nbgrader's default
+# preprocessors, in its order.
 c.Autograde.autograde_preprocessors = [
+    "graders.autograde.StartTrustedGrading",
     "graders.autograde.SandboxedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",

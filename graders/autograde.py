@@ -1,18 +1,18 @@
 """nbgrader's autograde, made safe for hostile submissions: configured in ``nbgrader_config.py``.
 
 nbgrader turns each test cell's *output* into points, and it gets that output by running the student's
-notebook in a Jupyter kernel. Two preprocessors change who decides that output:
+notebook in a Jupyter kernel. Three preprocessors change who decides that output:
 
-- `SandboxedExecute` runs the notebook as before (the student's feedback: their prints, plots and errors),
-  but its kernel (`SandboxedKernelManager`) lives in a bubblewrap sandbox (`graders.sandbox`): no network,
-  no GPU, a read-only filesystem without the course directory, capped memory, CPU time and processes, and
+- `StartTrustedGrading` (first) reads the submission from the file (`graders.submission`: each graded
+  cell's one grading call, whose source nbgrader's ``OverwriteCells`` restored from the gradebook, with its
+  arguments taken from the solution cells by parsing) and starts grading it in nbgrader's own process, in a
+  background thread: each registered hidden test (`graders.hidden_tests`) grades in sandboxed children.
+- `SandboxedExecute` runs the notebook meanwhile (the student's feedback: their prints, plots and errors),
+  its kernel (`SandboxedKernelManager`) inside a bubblewrap sandbox (`graders.sandbox`): no network, no
+  GPU, a read-only filesystem without the course directory, capped memory, CPU time and processes, and
   nothing that outlives it. A notebook whose kernel dies or hangs is still graded.
-- `TrustedGrades`, placed after it and before nbgrader's ``SaveAutoGrades``, replaces every graded test
-  cell's outputs with a verdict computed here, in nbgrader's own process: it reads the cell's grading call
-  (the cell's source comes from the gradebook, restored by nbgrader's ``OverwriteCells``), resolves its
-  arguments from the submitted solution cells by parsing (`graders.submission`), and calls the registered
-  hidden test (`graders.hidden_tests`), which grades in sandboxed children. Nothing the notebook's kernel
-  printed, returned or raised is kept in a graded cell.
+- `TrustedGrades`, before nbgrader's ``SaveAutoGrades``, waits for the verdicts and replaces every graded
+  test cell's outputs with them. Nothing the notebook's kernel printed, returned or raised is kept there.
 
 A GPU-only assignment autograded without a GPU, or any assignment on a machine without the sandbox, stops
 the submission with a line in nbgrader's log; nothing is recorded for it.
@@ -89,9 +89,6 @@ class SandboxedExecute(Execute):
         super().__init__(**kwargs)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        assignment = resources["nbgrader"]["assignment"]
-        if spec_path(assignment).exists() and load_spec(assignment).requires_gpu:
-            require_gpu(f"Autograding {assignment}")   # before running anything: no zeros recorded
         try:
             return super().preprocess(nb, resources)
         except SandboxUnavailable:
@@ -104,7 +101,7 @@ class SandboxedExecute(Execute):
 
 
 class _ThreadStdout(io.TextIOBase):
-    """``sys.stdout`` while grading: each thread's prints go to its own buffer, others to the real stdout."""
+    """``sys.stdout`` while grading: a grading thread's prints go to its own buffer, others to the real one."""
 
     def __init__(self, real):
         self.real, self.local = real, threading.local()
@@ -118,74 +115,110 @@ class _ThreadStdout(io.TextIOBase):
             self.real.flush()
 
 
-class TrustedGrades(NbGraderPreprocessor):
-    """Write each graded test cell's output from a verdict computed outside the student's process.
+class _Grading:
+    """The hidden tests of one submission, graded in a background thread while its notebook runs.
 
-    Hidden tests run ``workers`` at a time (each grades in sandboxed children; the tests of one kernel share
-    a child, and one of them waits for the other), except those that time kernels
-    (`graders.hidden_tests.RUN_ALONE`), which run one by one after the others."""
+    Tests run ``workers`` at a time (each grades in sandboxed children; the tests of one kernel share a
+    child, and one of them waits for the other), except those that time kernels
+    (`graders.hidden_tests.RUN_ALONE`): they run one by one once the others and the notebook are done, so
+    that nothing else runs on the worker while they measure."""
 
-    workers = Integer(2 * (os.cpu_count() or 1), config=True, help="hidden tests graded at once")
+    def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log):
+        self.log, self.submission, self.workers = log, submission, workers
+        self.calls = {c.metadata["nbgrader"]["grade_id"]: _hidden_call(c) for c in cells}
+        self.outputs: dict[str, list[NotebookNode]] = {}
+        self.failure: BaseException | None = None
+        self.notebook_done = threading.Event()
+        self.stdout = _ThreadStdout(sys.stdout)
+        self._real_stdout, sys.stdout = sys.stdout, self.stdout
+        self._thread = threading.Thread(target=self._run, name="trusted-grading", daemon=True)
+        self._thread.start()
 
-    def preprocess(self, nb: NotebookNode, resources: dict):
-        enter_trusted_grader()
-        self._report_extra_files(resources)
-        submission = Submission(nb)
-        cells = [c for c in nb.cells if c.cell_type == "code" and utils.is_grade(c) and not utils.is_solution(c)]
-        calls = {id(c): self._call(c) for c in cells}
-        alone = [c for c in cells if calls[id(c)][0] in RUN_ALONE]
-        together = [c for c in cells if c not in alone]
-        stdout = _ThreadStdout(sys.stdout)
-        with contextlib.redirect_stdout(stdout), ThreadPoolExecutor(max(1, self.workers)) as pool:
-            outputs = dict(zip(map(id, together), pool.map(
-                lambda c: self._grade(c, calls[id(c)], submission, stdout), together)))
-            for cell in alone:
-                outputs[id(cell)] = self._grade(cell, calls[id(cell)], submission, stdout)
-        for cell in cells:
-            cell.outputs = outputs[id(cell)]
-        return nb, resources
-
-    @staticmethod
-    def _call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:
-        """(the hidden test's name, or "" where the cell has none; the call, or why it cannot be read)."""
+    def _run(self) -> None:
+        alone = [g for g, (name, _) in self.calls.items() if name in RUN_ALONE]
+        together = [g for g in self.calls if g not in alone]
         try:
-            call = hidden_call(cell.source, set(HIDDEN_TESTS))
-        except (SubmissionError, SyntaxError) as exc:
-            return "", exc
-        return call.function, call
+            with ThreadPoolExecutor(max(1, self.workers)) as pool:
+                self.outputs.update(zip(together, pool.map(self._grade, together)))
+            if alone:
+                self.notebook_done.wait()
+            for grade_id in alone:
+                self.outputs[grade_id] = self._grade(grade_id)
+        except BaseException as exc:   # a worker that cannot grade (no GPU, no sandbox): the caller re-raises
+            self.failure = exc
 
-    def _grade(self, cell: NotebookNode, named: tuple[str, HiddenCall | Exception], submission: Submission,
-               stdout: _ThreadStdout) -> list[NotebookNode]:
-        grade_id = cell.metadata["nbgrader"]["grade_id"]
-        out = stdout.local.buffer = io.StringIO()
+    def finish(self) -> dict[str, list[NotebookNode]]:
+        """Once the notebook has run: every graded cell's outputs, by grade_id; re-raises what stopped the
+        grading."""
+        self.notebook_done.set()
+        self._thread.join()
+        sys.stdout = self._real_stdout
+        if self.failure is not None:
+            raise self.failure
+        return self.outputs
+
+    def _grade(self, grade_id: str) -> list[NotebookNode]:
+        out = self.stdout.local.buffer = io.StringIO()
         try:
-            _, call = named
+            _, call = self.calls[grade_id]
             if isinstance(call, Exception):
                 raise call
-            args = [submission.resolve(a) for a in call.args]
-            kwargs = {name: submission.resolve(v) for name, v in call.keywords}
+            args = [self.submission.resolve(a) for a in call.args]
+            kwargs = {name: self.submission.resolve(v) for name, v in call.keywords}
             points = HIDDEN_TESTS[call.function](*args, **kwargs)
         except (NeedsGPUWorker, SandboxUnavailable) as exc:   # this worker cannot grade: record nothing
             self.log.error("%s: %s", grade_id, exc)
             raise
         except Exception as exc:  # the kernel failed its test, or the submission lacks what it needs
             self.log.info("%s: 0 points: %s: %s", grade_id, type(exc).__name__, exc)
-            return self._outputs(out.getvalue(), error=exc)
+            return _outputs(out.getvalue(), error=exc)
         finally:
-            stdout.local.buffer = None
+            self.stdout.local.buffer = None
         self.log.info("%s: %s", grade_id, "full points" if points is None else f"{points} points")
-        return self._outputs(out.getvalue(), points=points)
+        return _outputs(out.getvalue(), points=points)
 
-    @staticmethod
-    def _outputs(text: str, *, points: float | None = None, error: Exception | None = None) -> list[NotebookNode]:
-        outputs = [new_output("stream", name="stdout", text=text)] if text else []
-        if error is not None:
-            name = type(error).__name__
-            outputs.append(new_output("error", ename=name, evalue=str(error), traceback=[f"{name}: {error}"]))
-        elif points is not None:
-            outputs.append(new_output("execute_result", data={"text/plain": repr(float(points))},
-                                      execution_count=None))
-        return outputs
+
+def _hidden_call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:
+    """(the hidden test's name, or "" where the cell has none; the call, or why it cannot be read)."""
+    try:
+        call = hidden_call(cell.source, set(HIDDEN_TESTS))
+    except (SubmissionError, SyntaxError) as exc:
+        return "", exc
+    return call.function, call
+
+
+def _outputs(text: str, *, points: float | None = None, error: Exception | None = None) -> list[NotebookNode]:
+    """A graded cell's outputs as nbgrader reads them: an error scores 0, a number is partial credit."""
+    outputs = [new_output("stream", name="stdout", text=text)] if text else []
+    if error is not None:
+        name = type(error).__name__
+        outputs.append(new_output("error", ename=name, evalue=str(error), traceback=[f"{name}: {error}"]))
+    elif points is not None:
+        outputs.append(new_output("execute_result", data={"text/plain": repr(float(points))},
+                                  execution_count=None))
+    return outputs
+
+
+def _graded_cells(nb: NotebookNode) -> list[NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code" and utils.is_grade(c) and not utils.is_solution(c)]
+
+
+GRADING = "workshop_trusted_grading"   # the key of the running `_Grading` in nbgrader's resources
+
+
+class StartTrustedGrading(NbGraderPreprocessor):
+    """Before the notebook runs: read the submission from the file and start grading it in the background."""
+
+    workers = Integer(2 * (os.cpu_count() or 1), config=True, help="hidden tests graded at once")
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        assignment = resources["nbgrader"]["assignment"]
+        if spec_path(assignment).exists() and load_spec(assignment).requires_gpu:
+            require_gpu(f"Autograding {assignment}")   # before anything runs: no zeros recorded
+        enter_trusted_grader()
+        self._report_extra_files(resources)
+        resources[GRADING] = _Grading(_graded_cells(nb), Submission(nb), self.workers, self.log)
+        return nb, resources
 
     def _report_extra_files(self, resources: dict) -> None:
         """Files handed in beside the notebook are never imported or read; say which were ignored."""
@@ -200,3 +233,13 @@ class TrustedGrades(NbGraderPreprocessor):
         if extra:
             self.log.warning("Ignored files handed in beside the notebook (never imported): %s",
                              ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""))
+
+
+class TrustedGrades(NbGraderPreprocessor):
+    """After the notebook ran: replace every graded test cell's outputs with the trusted verdict."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        outputs = resources.pop(GRADING).finish()
+        for cell in _graded_cells(nb):
+            cell.outputs = outputs[cell.metadata["nbgrader"]["grade_id"]]
+        return nb, resources
