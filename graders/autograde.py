@@ -48,10 +48,6 @@ from graders.submission import HiddenCall, Submission, SubmissionError, hidden_c
 GIB = 1 << 30
 
 
-def _course(config) -> CourseDirectory:
-    return CourseDirectory(config=config)
-
-
 class SandboxedKernelManager(AsyncKernelManager):
     """A Jupyter kernel inside the sandbox, reached over unix sockets in a private directory."""
 
@@ -70,12 +66,13 @@ class SandboxedKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
     def format_kernel_cmd(self, extra_arguments=None) -> list[str]:
+        course = Path(CourseDirectory(config=self.config).root)
         confinement = Confinement(gpu=False, memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds,
-                                  writable=(self._socket_dir,), hide=(Path(_course(self.config).root),))
+                                  writable=(self._socket_dir,), hide=(course,))
         return sandbox_argv(super().format_kernel_cmd(extra_arguments), confinement)
 
-    def cleanup_resources(self, restart: bool = False) -> None:
-        super().cleanup_resources(restart=restart)
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
         if not restart and getattr(self, "_socket_dir", None):
             shutil.rmtree(self._socket_dir, ignore_errors=True)
 
@@ -225,7 +222,7 @@ class StartTrustedGrading(NbGraderPreprocessor):
         folder = Path(resources.get("metadata", {}).get("path", ""))
         if not folder.is_dir():
             return
-        coursedir = _course(self.config)
+        coursedir = CourseDirectory(config=self.config)
         source = Path(coursedir.format_path(coursedir.source_directory, ".", resources["nbgrader"]["assignment"]))
         shipped = {p.relative_to(source) for p in source.rglob("*") if p.is_file()} if source.is_dir() else set()
         extra = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
