@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Trusted grading on a GPU worker, in two stages that each fit one 10-minute device call:
+#   bash benchmarks/gpu_trusted.sh cases   # the sandbox's tests, the attack suite, nbgrader autograde of every
+#                                          # GPU case of transpose and puzzles (reference, stub, slow or
+#                                          # mistakes, the score/timer forger)
+#   bash benchmarks/gpu_trusted.sh gemm    # nbgrader autograde of gemm: reference, stub, slow
+# Run from the repo root after `source .whl/prelude.sh`. On the lent H200 bubblewrap is an unpacked .deb:
+# carry `.debs` (made here with `apt-get download bubblewrap`) and this script unpacks it.
+# Records land in benchmarks/results/ and, with their logs, in $OUT.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-benchmarks/results}"
+if ! command -v bwrap >/dev/null && [ -z "${WORKSHOP_BWRAP:-}" ]; then
+  dpkg -x .debs/bubblewrap_*.deb /tmp/bw && export WORKSHOP_BWRAP=/tmp/bw/usr/bin/bwrap
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 OUT
+rc=0
+run() {   # name, timeout, pytest arguments...
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" python3 -m pytest -q -s -p no:cacheprovider "$@" > "$OUT/$name.log" 2>&1 || rc=1
+  echo "[gpu_trusted] $name: $(tail -1 "$OUT/$name.log")"
+}
+case "${1:-cases}" in
+  cases)
+    run sandbox-and-attacks 170 tests/test_sandbox.py tests/test_attacks.py
+    run transpose-nbgrader-gpu 200 -m gpu tests/gpu/test_transpose_nbgrader_gpu.py
+    run puzzles-nbgrader-gpu 170 -m gpu tests/gpu/test_puzzles_gpu.py ;;
+  gemm)
+    run gemm-nbgrader-gpu 400 -m gpu tests/gpu/test_gemm_nbgrader_gpu.py ;;
+  *) echo "usage: $0 cases|gemm" >&2; exit 2 ;;
+esac
+[ "$OUT" != benchmarks/results ] && cp benchmarks/results/*-nbgrader-gpu-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+exit $rc
