@@ -121,7 +121,7 @@ def _check_bwrap(bwrap: str) -> None:
         done = subprocess.run(
             [bwrap, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--remount-ro", "/dev",
              "--proc", "/proc", *_proc_covers(), "--size", "1048576", "--tmpfs", "/tmp", "--",
-             sys.executable, "-I", "-S", "-c", ""],
+             shutil.which("true") or "/bin/true"],   # not sys.executable: a venv under /tmp is hidden here
             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"{bwrap} does not run: {exc}") from None
