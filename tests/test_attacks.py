@@ -7,6 +7,7 @@ graded first and must keep its 42 points through every attack.
 from __future__ import annotations
 
 import hashlib
+import re
 import socket
 import string
 import subprocess
@@ -103,7 +104,10 @@ def test_attack_earns_only_its_honest_points_and_harms_nothing(course, listener,
     survivors = subprocess.run(["pgrep", "-af", MARKER], capture_output=True, text=True).stdout
     assert survivors == "", f"processes outlived the grading:\n{survivors}"
     outputs = "\n".join(str(c.get("outputs", "")) for c in course.autograded(attack).cells)
-    assert "BEGIN SOLUTION" not in outputs and "rewrote" not in outputs and "appended to" not in outputs
+    assert "BEGIN SOLUTION" not in outputs and "rewrote" not in outputs
+    # a checkout under /tmp lies in the sandbox's private /tmp: a new file written there is the sandbox's own
+    appended = re.findall(r"appended to (\S+)", outputs)
+    assert not [p for p in appended if not p.startswith("/tmp/")], appended
 
 
 def test_the_ta_sees_why_a_payload_kernel_scored_nothing(course):

