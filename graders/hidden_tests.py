@@ -5,8 +5,8 @@ A hidden test cell holds one call, e.g. ``score('gemm', 'naive', naive_src)``. T
 - the notebook's own kernel: while a student validates or an instructor runs the source notebook, the call
   grades (in sandboxed children) and prints the report; during ``nbgrader autograde`` it only prints one line,
   because there the notebook's kernel is the student's process and its output is never trusted;
-- the trusted grader (`graders.autograde.TrustedGrades`), inside nbgrader's own process: it makes the same
-  call with arguments read from the submitted file and writes the cell's output itself.
+- the trusted grader (`graders.autograde`), inside nbgrader's own process: it makes the same call with
+  arguments read from the submitted file and writes the cell's output itself.
 """
 from __future__ import annotations
 

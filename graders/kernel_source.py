@@ -14,11 +14,20 @@ import math
 import numbers
 import textwrap
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
 from graders.numba_subset import (MODULES, KernelSourceError, KernelSubsetError,  # noqa: F401 (re-exported)
                                   KERNEL_PATHS, validate_kernel_source)
+
+@dataclass(frozen=True)
+class SubmittedKernel:
+    """A numba kernel as read from a submitted file (`graders.submission`): self-contained source and name."""
+
+    source: str
+    name: str
+
 
 # What a kernel cell may use without importing it itself (its decorator line needs ``cuda``).
 PRELUDE = {"cuda": "from numba import cuda", "numba": "import numba", "math": "import math",

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import puzzles
 from graders.gpu import detect_gpu
 from graders.hidden_tests import hidden_test
-from graders.kernel_source import KernelSourceError, kernel_source
+from graders.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
 from graders.sandbox import run_child
-from graders.submission import SubmittedKernel
 
 PUBLIC_SEED = 2024          # public checks use fixed inputs; hidden tests draw fresh ones every run
 SIM_MEMORY_BYTES = 4 << 30  # address-space cap of a simulator child

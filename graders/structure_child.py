@@ -11,7 +11,8 @@ from graders.kernel_spec import load_spec, resolve_geometry
 
 
 def handle(request: dict) -> dict:
-    """``{"results": [...]}``, one per launch: ``{"failures", "facts"}`` or ``{"compile_error"}``."""
+    """``{"results": [...]}``, one per launch: ``{"failures", "facts"}``, up to the first that does not
+    compile, which is ``{"compile_error"}`` and the last."""
     kernel = load_spec(request["spec_path"]).kernel(request["kernel_id"])
     results = []
     for launch in request["launches"]:
@@ -21,7 +22,7 @@ def handle(request: dict) -> dict:
                                     arch=DEFAULT_ARCH)
         except CompileError as exc:
             results.append({"compile_error": str(exc)})
-            continue
+            break
         failures, facts = sass.check(compiled.cubin, kernel.function, request["requirements"],
                                      disassemble_always=request["disassemble"])
         results.append({"failures": failures,

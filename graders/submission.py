@@ -21,21 +21,13 @@ from nbformat import NotebookNode
 from nbgrader import utils
 
 from graders.cell_source import kernel_source_from_cell
-from graders.kernel_source import KernelSourceError
+from graders.kernel_source import KernelSourceError, SubmittedKernel
 
 MAX_SOURCE_CHARS = 200_000    # a solution cell longer than this is not parsed
 
 
 class SubmissionError(Exception):
     """The submitted file does not define what a hidden test needs; the message says what is missing."""
-
-
-@dataclass(frozen=True)
-class SubmittedKernel:
-    """A numba kernel as submitted: self-contained source and the kernel's name."""
-
-    source: str
-    name: str
 
 
 @dataclass(frozen=True)

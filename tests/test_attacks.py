@@ -15,10 +15,12 @@ import threading
 import uuid
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import puzzles
 from nbgrader_course import Course
+from workshop import course as nbg
 from workshop import submissions
 from workshop.cells import read_cells, read_expectations
 
@@ -127,28 +129,16 @@ def test_a_package_handed_in_beside_the_notebook_is_never_imported(course):
         (folder / package / "__init__.py").write_text(fake)
         (folder / package / "puzzle_grade.py").write_text(fake)
     (folder / "sitecustomize.py").write_text("import builtins; builtins.FORGED = True\n")
-    done = subprocess.run(_autograde_argv(course, "shadow"), cwd=course.root, capture_output=True, text=True,
-                          env=_nbgrader_env())
+    done = nbg.nbgrader(course.root, "autograde", course.assignment, "--student=shadow", "--force", check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sum(course.scores("shadow").values()) == 0
     assert "Ignored files handed in beside the notebook" in done.stdout + done.stderr
     assert "graders/__init__.py" in done.stdout + done.stderr
 
 
-def _autograde_argv(course: Course, student: str) -> list[str]:
-    import sys
-    return [sys.executable, "-m", "nbgrader", "autograde", course.assignment, f"--student={student}", "--force"]
-
-
-def _nbgrader_env() -> dict[str, str]:
-    from workshop.course import nbgrader_env
-    return nbgrader_env()
-
-
 def test_forged_cell_metadata_earns_nothing_extra(course):
     """Extra graded cells, a test cell emptied, a solution cell claiming points: nbgrader's own checks and
     the gradebook's copy of every test cell decide."""
-    import nbformat
     nb = submissions.fill(course.release, submissions.reference_answers())
     bonus = nbformat.v4.new_code_cell("print('bonus')")
     bonus.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "points": 100, "solution": False,
@@ -162,7 +152,6 @@ def test_forged_cell_metadata_earns_nothing_extra(course):
             cell.source = "@cuda.jit\ndef zip_kernel(out, a, b, size):\n    pass"
             meta.update(grade=True, points=50)
     submissions.write(course.root, "forger", course.assignment, nb)
-    from workshop import course as nbg
     nbg.add_student(course.root, "forger", "Forger", "Test")
     nbg.nbgrader(course.root, "autograde", course.assignment, "--student=forger", "--force", check=False)
     scores = course.scores("forger")
