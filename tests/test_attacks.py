@@ -54,13 +54,27 @@ def _fingerprint(paths: list[Path]) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
+def _outputs_of(course: Course, cells: list[str]) -> str:
+    """The text the autograded notebook shows for these graded cells (the grader's verdicts)."""
+    return "\n".join(f"{c.metadata.nbgrader.grade_id}: " + "".join(o.get("text", "") + "".join(o.get("traceback", []))
+                                                                   for o in c.get("outputs", []))
+                     for c in course.autograded("victim").cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id") in cells)
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    course = Course(tmp_path_factory.mktemp("attacks"))
-    course.submit("victim", submissions.reference_answers())
-    course.autograde("victim")
-    assert sum(course.scores("victim").values()) == TOTAL
-    return course
+    with pytest.MonkeyPatch.context() as env:
+        # The simulator also on a GPU worker, with the real per-kernel limit: the 5 s of the CPU hang tests is
+        # too short for the hidden matmul cases when a 16-core worker grades every puzzle at once.
+        env.setenv("WORKSHOP_TARGET", "sim")
+        env.setenv("WORKSHOP_KERNEL_TIMEOUT", "30")
+        course = Course(tmp_path_factory.mktemp("attacks"))
+        course.submit("victim", submissions.reference_answers())
+        course.autograde("victim")
+        scores = course.scores("victim")
+        assert sum(scores.values()) == TOTAL, _outputs_of(course, [c for c, s in scores.items() if not s])
+        yield course
 
 
 @pytest.fixture(scope="module")
