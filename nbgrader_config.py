@@ -3,20 +3,20 @@
 Source notebooks live in assignments/<name>/; `nbgrader generate_assignment <name>` writes release/,
 submissions go under submitted/<student>/<name>/, and `nbgrader autograde <name>` writes autograded/.
 """
-import os
+from graders import settings
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.course_id = "kernel-workshop"
 c.CourseDirectory.source_directory = "assignments"
-c.CourseDirectory.db_url = os.environ.get("WORKSHOP_GRADEBOOK_URL", "sqlite:///gradebook.db")
+c.CourseDirectory.db_url = settings.gradebook_url()
 
 # Assignments known to the gradebook; `generate_assignment` adds one that is missing.
 c.CourseDirectory.db_assignments = [{"name": "puzzles"}]
 
 # The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
 # hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.
-c.Execute.timeout = int(os.environ.get("WORKSHOP_CELL_TIMEOUT", "120"))
+c.Execute.timeout = settings.cell_timeout_s()
 c.Execute.interrupt_on_timeout = True
 
 # Trusted grading (graders/autograde.py): the nbgrader process grades the submitted file in the background

@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))   # after an installed (or PYTHONPATH) graders
 
 from graders.gpu import detect_gpu  # noqa: E402
-from graders.kernel_spec import load_spec  # noqa: E402
-from graders.perf_grade import grade_kernel  # noqa: E402
+from graders.cuda_engine.spec import load_spec  # noqa: E402
+from graders.cuda_engine.grade import grade_kernel  # noqa: E402
 
 NCU_METRICS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
@@ -159,7 +159,7 @@ def new_record(environment: dict | None) -> dict:
 
 def write_record(record: dict, out: Path | None, name: str | None = None) -> Path:
     """Write the JSON and its chart to benchmarks/results (and ``out``); returns the JSON's path there."""
-    from graders.worklog_chart import plot
+    from graders.cuda_engine.worklog_chart import plot
     name = name or f"gemm-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path = RESULTS / name
     for folder in dict.fromkeys([RESULTS, out]):
@@ -181,9 +181,9 @@ def ncu_launch(subjects: list[str], shape=NCU_SHAPE) -> None:
     """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id (its reference at the
     spec's launch), ``variant<i>`` (the warp-tiling reference at WARPTILING_VARIANTS[i]) or ``cublas``."""
     import torch
-    from graders.kernel_spec import resolve_geometry
-    from graders.perf_child import Harness
-    from graders.problems import PROBLEMS
+    from graders.cuda_engine.spec import resolve_geometry
+    from graders.cuda_engine.child import Harness
+    from graders.cuda_engine.problems import problem
     spec = load_spec("gemm")
     for subject in subjects:
         if subject == "cublas":
@@ -199,7 +199,7 @@ def ncu_launch(subjects: list[str], shape=NCU_SHAPE) -> None:
         else:
             kernel = spec.kernel(subject)
             geometry = kernel.geometry
-        harness = Harness(PROBLEMS[kernel.kind], geometry, 0.25, seed=1)
+        harness = Harness(problem(kernel.kind), geometry, 0.25, seed=1)
         harness.load(kernel.reference.read_text(), kernel.function)
         _, out = harness.output(shape)
         harness.launch(out, harness.inputs(shape), shape)

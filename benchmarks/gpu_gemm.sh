@@ -32,7 +32,7 @@ print("torch.cuda", torch.version.cuda, "available:", torch.cuda.is_available())
 print("NVRTC loaded:", nvrtc.nvrtcVersion()[1:])
 from graders.gpu import detect_gpu
 print("detect_gpu:", detect_gpu())
-from graders.sass import find_tool
+from graders.cuda_engine.sass import find_tool
 print("cuobjdump:", find_tool("cuobjdump"), " nvdisasm:", find_tool("nvdisasm"))
 PY
   command -v ncu && ncu --version | tail -1

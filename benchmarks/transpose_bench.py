@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graders.gpu import detect_gpu  # noqa: E402
-from graders.kernel_spec import load_spec  # noqa: E402
-from graders.perf_grade import grade_kernel  # noqa: E402
+from graders.cuda_engine.spec import load_spec  # noqa: E402
+from graders.cuda_engine.grade import grade_kernel  # noqa: E402
 
 NCU_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 NCU_KERNELS = ("tiled", "padded")
@@ -59,12 +59,12 @@ def ncu_launch() -> None:
     own kernels (random inputs, NaN fills) are not profiled. Any failure here exits non-zero with a traceback
     on stderr, which `ncu_bank_conflicts` reports."""
     import torch
-    from graders.perf_child import Harness
-    from graders.problems import PROBLEMS
+    from graders.cuda_engine.child import Harness
+    from graders.cuda_engine.problems import problem
     spec = load_spec("transpose")
     for kid in NCU_KERNELS:
         kernel = spec.kernel(kid)
-        harness = Harness(PROBLEMS[kernel.kind], kernel.geometry, 0.25, seed=1)
+        harness = Harness(problem(kernel.kind), kernel.geometry, 0.25, seed=1)
         harness.load(kernel.reference.read_text(), kernel.function)
         _, out = harness.output(NCU_SHAPE)
         harness.launch(out, harness.inputs(NCU_SHAPE), NCU_SHAPE)

@@ -8,7 +8,7 @@ notebook in a Jupyter kernel. Three preprocessors change who decides that output
   arguments taken from the solution cells by parsing) and starts grading it in nbgrader's own process, in a
   background thread: each registered hidden test (`graders.hidden_tests`) grades in sandboxed children.
 - `SandboxedExecute` runs the notebook meanwhile (the student's feedback: their prints, plots and errors),
-  its kernel (`SandboxedKernelManager`) inside a bubblewrap sandbox (`graders.sandbox`): no network, no
+  its kernel (`SandboxedKernelManager`) inside a bubblewrap sandbox (`graders.sandbox.run`): no network, no
   GPU, a read-only filesystem without the course directory, capped memory, CPU time and processes, and
   nothing that outlives it. A notebook whose kernel dies or hangs is still graded.
 - `TrustedGrades`, before nbgrader's ``SaveAutoGrades``, waits for the verdicts and replaces every graded
@@ -38,11 +38,13 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
-from graders import perf_grade, puzzle_grade, structure  # noqa: F401 (they register the hidden tests)
+# imported for what they register: the hidden tests of each engine
+from graders.cuda_engine import grade as _cuda_grade, structure as _cuda_structure  # noqa: F401
+from graders.numba_engine import grade as _numba_grade  # noqa: F401
 from graders.gpu import NeedsGPUWorker, require_gpu
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
-from graders.sandbox import Confinement, SandboxUnavailable, sandbox_argv
-from graders.kernel_spec import load_spec, spec_path
+from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
+from graders.cuda_engine.spec import load_spec, spec_path
 from graders.submission import HiddenCall, Submission, SubmissionError, hidden_call
 
 GIB = 1 << 30

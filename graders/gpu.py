@@ -16,6 +16,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from graders import settings
+
 NO_GPU_EXIT = 3
 
 _PROBE = """
@@ -56,7 +58,7 @@ class GpuInfo:
 @functools.cache
 def detect_gpu() -> GpuInfo | None:
     """The first CUDA GPU, or None. Cached for the life of the process."""
-    if os.environ.get("WORKSHOP_GPU") == "0":
+    if settings.gpu_disabled():
         return None
     try:
         probe = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60)

@@ -7,7 +7,7 @@ last definition winning as it would when the notebook runs:
 
 - ``name = <literal>`` (a CUDA C++ source string, a search space dict, a launch choice): its value;
 - ``@cuda.jit def name(...)``: a `SubmittedKernel`, the kernel's self-contained source taken from its cell
-  by `graders.cell_source.kernel_source_from_cell`.
+  by `graders.numba_engine.cell_source.kernel_source_from_cell`.
 
 Anything else (a value computed by code, a name defined only in a cell the student added) is not read: the
 test fails and says so. Nothing the notebook's kernel did while it ran can change what is found here.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from nbformat import NotebookNode
 from nbgrader import utils
 
-from graders.cell_source import kernel_source_from_cell
-from graders.kernel_source import KernelSourceError, SubmittedKernel
+from graders.numba_engine.cell_source import kernel_source_from_cell
+from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel
 
 MAX_SOURCE_CHARS = 200_000    # a solution cell longer than this is not parsed
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from workshop.cells import exec_cell, read_cells, strip_solution_markers
 
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions" / "puzzles"
+SOLUTIONS = ROOT / "tracks" / "puzzles" / "solutions"
 REFERENCE = read_cells(SOLUTIONS / "reference.py")
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import puzzles
+from graders.numba_engine import catalogue
 from nbgrader_course import Course
 from workshop import course as nbg
 from workshop import submissions
@@ -27,7 +27,7 @@ from workshop.cells import read_cells, read_expectations
 pytestmark = pytest.mark.slow
 ATTACKS = Path(__file__).parent / "attacks"
 ROOT = submissions.ROOT
-TOTAL = 3 * len(puzzles.PUZZLES)
+TOTAL = 3 * len(catalogue.PUZZLES)
 MARKER = f"kw-attack-{uuid.uuid4().hex[:12]}"
 
 
@@ -97,7 +97,7 @@ def _answers(name: str, course: Course, listener: Listener) -> dict[str, str]:
 
 def _expected(name: str) -> dict[str, float]:
     expected = {f"{p.id}_{kind}": float(2 if kind == "correct" else 1)
-                for p in puzzles.PUZZLES for kind in ("correct", "limits")}
+                for p in catalogue.PUZZLES for kind in ("correct", "limits")}
     return expected | read_expectations(ATTACKS / f"{name}.py")
 
 

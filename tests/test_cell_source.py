@@ -1,15 +1,15 @@
 """Kernel source read from a submitted cell's text, without running it (the audit's path)."""
 import pytest
 
-import puzzles
-from graders.cell_source import kernel_source_from_cell
-from graders.kernel_source import KernelSourceError
-from graders.puzzle_grade import run_source
+from graders.numba_engine import catalogue
+from graders.numba_engine.cell_source import kernel_source_from_cell
+from graders.numba_engine.kernel_source import KernelSourceError
+from graders.numba_engine.grade import run_source
 from puzzle_cells import REFERENCE, SOLUTIONS
 from workshop.cells import read_cells, strip_solution_markers
 
 
-@pytest.mark.parametrize("puzzle", [puzzles.get("conv1d"), puzzles.get("matmul")], ids=lambda p: p.id)
+@pytest.mark.parametrize("puzzle", [catalogue.get("conv1d"), catalogue.get("matmul")], ids=lambda p: p.id)
 def test_reference_cell_parses_to_a_kernel_that_passes(puzzle):
     source = kernel_source_from_cell(strip_solution_markers(REFERENCE[puzzle.id]), puzzle.kernel_name)
     run = run_source(puzzle.id, source, puzzle.kernel_name, "hidden", "sim")

@@ -3,13 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from graders import cuda_compile as _cc
-from graders.cuda_compile import CompileError, compile_cuda, header, parse_resources
-from graders.kernel_spec import load_spec, resolve_geometry
+from graders.cuda_engine import compile as _cc
+from graders.cuda_engine.compile import CompileError, compile_cuda, header, parse_resources
+from graders.cuda_engine.spec import load_spec, resolve_geometry
 
 SPEC = load_spec("transpose")
 _REAL_PROGRAM = _cc.Program
-WRONG = sorted((Path(__file__).parents[1] / "solutions/transpose/wrong").glob("*.cu"))
+WRONG = sorted((Path(__file__).parents[1] / "tracks/transpose/solutions/wrong").glob("*.cu"))
 
 
 def tag(path: Path, key: str) -> str:
@@ -49,7 +49,7 @@ def test_wrong_solutions_compile(path):
 
 
 def test_compile_error_names_the_line_of_the_students_cell():
-    source = (Path(__file__).parents[1] / "solutions/transpose/wrong/compile_error.cu").read_text()
+    source = (Path(__file__).parents[1] / "tracks/transpose/solutions/wrong/compile_error.cu").read_text()
     kernel = SPEC.kernel("naive")
     defines = kernel.geometry.defines()
     assert header(defines).count("\n") == len(defines) + 1   # lines the grader puts before the cell
@@ -104,8 +104,8 @@ class _SilentProgram:
 
 
 def test_kernels_are_found_in_the_cubin_when_the_log_is_empty(monkeypatch, capsys):
-    from graders.cuda_compile import kernels_in_cubin
-    from graders.perf_grade import check_compiles
+    from graders.cuda_engine.compile import kernels_in_cubin
+    from graders.cuda_engine.grade import check_compiles
     monkeypatch.setattr(_cc, "Program", _SilentProgram)
     kernel = SPEC.kernel("padded")
     compiled = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,),
@@ -124,7 +124,7 @@ def test_kernels_are_found_in_the_cubin_when_the_log_is_empty(monkeypatch, capsy
 
 
 def test_cubin_registers_agree_with_ptxas():
-    from graders.cuda_compile import cubin_resources
+    from graders.cuda_engine.compile import cubin_resources
     for kid in ("naive", "tiled", "padded", "best"):
         kernel = SPEC.kernel(kid)
         compiled = compile_cuda(kernel.reference.read_text(), defines=kernel.geometry.defines())
@@ -135,7 +135,7 @@ def test_cubin_registers_agree_with_ptxas():
 
 
 def test_every_kernel_of_a_source_is_found_mangled_or_not():
-    from graders.cuda_compile import kernels_in_cubin
+    from graders.cuda_engine.compile import kernels_in_cubin
     source = ('extern "C" __global__ void a(float* o) { o[0] = 1.0f; }\n'
               '__global__ void b(float* o) { o[1] = 2.0f; }\n'
               '__device__ __noinline__ float twice(float x) { return 2.0f * x; }\n'

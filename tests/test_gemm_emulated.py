@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from graders.kernel_spec import load_spec
+from graders.cuda_engine.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 EMU = ROOT / "tests/cuda_emu"
 SPEC = load_spec("gemm")
 CXX = shutil.which("g++")
-WRONG = ROOT / "solutions/gemm/wrong"
+WRONG = ROOT / "tracks/gemm/solutions/wrong"
 # Small shapes: any size for kernels 1-5; for 6-10 multiples of 128 x 256 x 32 (every tile of theirs divides them).
 ANY = [(33, 65, 17), (70, 40, 100), (130, 129, 9), (1, 1, 1)]
 MULTIPLES = [(128, 256, 32), (256, 512, 96)]
@@ -62,8 +62,8 @@ def wrong_kernel(name: str):
 @pytest.fixture(scope="module")
 def executables(tmp_path_factory) -> dict[str, Path]:
     """Every reference and known-wrong kernel, built in parallel (g++ takes a few seconds each)."""
-    from graders.kernel_spec import resolve_geometry
-    from graders.structure import tune_launch
+    from graders.cuda_engine.spec import resolve_geometry
+    from graders.cuda_engine.structure import tune_launch
     tmp = tmp_path_factory.mktemp("cuda-emu")
     jobs = {kid: (k.reference, k.function, k.geometry.defines()) for kid, k in SPEC.kernels.items()}
     tuned = resolve_geometry(SPEC.kernel("autotuned"), **tune_launch(OTHER_CONFIG))

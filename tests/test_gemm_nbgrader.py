@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from graders.cuda_compile import CompileError
-from graders.kernel_spec import load_spec
-from graders.perf_grade import check_compiles
-from graders.structure import load_structure
+from graders.cuda_engine.compile import CompileError
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.grade import check_compiles
+from graders.cuda_engine.structure import load_structure
 from nbgrader_course import Course
 from workshop import course as nbg
 from workshop import submissions

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from graders import sass
-from graders.cuda_compile import compile_cuda
-from graders.kernel_spec import load_spec
-from graders.perf_grade import KernelFailed
-from graders.structure import check_sass, inspect, load_structure
+from graders.cuda_engine import sass
+from graders.cuda_engine.compile import compile_cuda
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.grade import KernelFailed
+from graders.cuda_engine.structure import check_sass, inspect, load_structure
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = load_spec("gemm")
-SCALAR = (ROOT / "solutions/gemm/wrong/scalar_vectorized.cu").read_text()
+SCALAR = (ROOT / "tracks/gemm/solutions/wrong/scalar_vectorized.cu").read_text()
 
 pytestmark = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
                                 reason="needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "

@@ -1,7 +1,7 @@
 """Sending a notebook kernel to the grader as self-contained source."""
 import pytest
 
-from graders.kernel_source import KernelSourceError, kernel_source
+from graders.numba_engine.kernel_source import KernelSourceError, kernel_source
 from puzzle_cells import run_cells
 
 CELL = '''

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.kernel_spec import SpecError, load_spec, parse_spec, resolve_geometry
+from graders.cuda_engine.spec import SpecError, load_spec, parse_spec, resolve_geometry
 
 GOOD = """
 [assignment]
@@ -105,8 +105,8 @@ def test_student_geometry_only_where_allowed():
 def test_notebook_cells_match_the_spec(capsys):
     import json
 
-    from graders.kernel_spec import ROOT
-    from graders.perf_grade import check_compiles
+    from graders.settings import ROOT
+    from graders.cuda_engine.grade import check_compiles
     cells = json.loads((ROOT / "assignments/transpose/transpose.ipynb").read_text())["cells"]
     by_id = {c["metadata"]["nbgrader"]["grade_id"]: c for c in cells if "nbgrader" in c["metadata"]}
     spec = load_spec("transpose")
@@ -125,12 +125,12 @@ def test_notebook_cells_match_the_spec(capsys):
 
 
 def test_notebook_solutions_are_the_reference_kernels():
-    """The notebook's solution cells hold the bodies of solutions/transpose/*.cu; its speed lines, the spec's."""
+    """The notebook's solution cells hold the bodies of tracks/transpose/solutions/*.cu; its speed lines, the spec's."""
     import re
 
     import nbformat
 
-    from graders.kernel_spec import ROOT
+    from graders.settings import ROOT
     nb = nbformat.read(str(ROOT / "assignments/transpose/transpose.ipynb"), as_version=4)
     by_id = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if "nbgrader" in c.metadata}
     spec = load_spec("transpose")

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-import puzzles
-from graders.cell_source import kernel_source_from_cell
-from graders.kernel_source import KernelSourceError, kernel_source
-from graders.numba_subset import validate_kernel_source
-from graders.puzzle_grade import run_source
+from graders.numba_engine import catalogue
+from graders.numba_engine.cell_source import kernel_source_from_cell
+from graders.numba_engine.kernel_source import KernelSourceError, kernel_source
+from graders.numba_engine.numba_subset import validate_kernel_source
+from graders.numba_engine.grade import run_source
 from puzzle_cells import REFERENCE, ROOT, SOLUTIONS, run_cells
 from workshop.cells import read_cells, strip_solution_markers
 
@@ -20,7 +20,7 @@ KERNEL = "@cuda.jit\ndef k(out, a, size):\n"        # a payload's body starts on
 
 # --- honest code passes ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("puzzle", puzzles.PUZZLES, ids=lambda p: p.id)
+@pytest.mark.parametrize("puzzle", catalogue.PUZZLES, ids=lambda p: p.id)
 def test_reference_kernel_passes_from_the_cell_and_from_the_live_kernel(puzzle):
     cell = strip_solution_markers(REFERENCE[puzzle.id])
     validate_kernel_source(kernel_source_from_cell(cell, puzzle.kernel_name))
@@ -31,7 +31,7 @@ def test_reference_kernel_passes_from_the_cell_and_from_the_live_kernel(puzzle):
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
 def test_known_wrong_kernel_passes_validation(path):
     (puzzle_id, cell), = read_cells(path).items()
-    name = puzzles.get(puzzle_id).kernel_name
+    name = catalogue.get(puzzle_id).kernel_name
     if "def " not in cell:      # axis_sum_cell_raises: the cell defines no kernel at all
         with pytest.raises(KernelSourceError, match="defines no @cuda.jit function"):
             kernel_source_from_cell(cell, name)
@@ -293,7 +293,7 @@ def test_the_payload_is_real_without_the_check(tmp_path):
 
 
 def test_grading_child_still_grades_a_reference_kernel_correct():
-    puzzle = puzzles.get("shared")
+    puzzle = catalogue.get("shared")
     source = kernel_source_from_cell(strip_solution_markers(REFERENCE[puzzle.id]), puzzle.kernel_name)
     run = run_source(puzzle.id, source, puzzle.kernel_name, "hidden", "sim")
     assert run.correct and not run.violations and run.cases >= 2

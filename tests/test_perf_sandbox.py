@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
-import graders.timing
+import graders.cuda_engine.timing
 from graders import gpu
 from graders.gpu import NO_GPU_EXIT, NeedsGPUWorker
 from graders.hidden_tests import GRADED_OUTSIDE
-from graders.kernel_spec import ROOT, load_spec
-from graders.perf_grade import check_compiles, grade_kernel, report, result_from_child, score
-from graders.sandbox import ChildResult, run_child
+from graders.settings import ROOT
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.grade import check_compiles, grade_kernel, report, result_from_child, score
+from graders.sandbox.run import ChildResult, run_child
 
 FAKE = "fake_perf_child"
 FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent / "perf_fakes"), str(ROOT)])}
-NAIVE = (ROOT / "solutions/transpose/naive.cu").read_text()
+NAIVE = (ROOT / "tracks/transpose/solutions/naive.cu").read_text()
 SPEC = load_spec("transpose")
 
 
@@ -45,7 +46,7 @@ def test_grading_without_a_gpu_stops_with_a_clear_message(no_gpu):
 
 def test_in_the_notebook_kernel_during_autograde_score_only_says_who_grades():
     """The student's kernel never grades during autograde: the trusted grader does (graders/autograde.py)."""
-    code = ("from graders.perf_grade import score\n"
+    code = ("from graders.cuda_engine.grade import score\n"
             "print('returned', score('transpose', 'naive', 'irrelevant'))\n")
     env = {**os.environ, "WORKSHOP_GPU": "0", "NBGRADER_EXECUTION": "autograde", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -112,7 +113,7 @@ def test_correct_kernel_scores_on_its_ratio_and_the_report_says_so():
 def test_parent_side_patches_do_not_reach_the_childs_timer(monkeypatch):
     """The child is a fresh interpreter: patching the timer, the clock or torch's events here changes nothing."""
     import torch
-    monkeypatch.setattr(graders.timing, "run_until_stable", lambda *a, **k: {"sleep": None})
+    monkeypatch.setattr(graders.cuda_engine.timing, "run_until_stable", lambda *a, **k: {"sleep": None})
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
     monkeypatch.setattr(torch.cuda, "Event", object)
     result = run_child(FAKE, {"mode": "time", "sleep_s": 0.02}, timeout_s=60, env=FAKE_ENV)
@@ -126,7 +127,7 @@ def test_handler_exception_is_an_answer_not_a_crash():
 
 
 def test_timing_stops_when_stable_and_reports_the_median():
-    from graders.timing import run_until_stable
+    from graders.cuda_engine.timing import run_until_stable
     values = iter([1.0, 1.01, 0.99] * 100)
     stats = run_until_stable(lambda _s: next(values), ["k"], budget_s=60, min_samples=9)
     assert stats["k"].converged and stats["k"].samples == 9 and stats["k"].median_s == 1.0
@@ -135,7 +136,7 @@ def test_timing_stops_when_stable_and_reports_the_median():
 def test_timing_gives_up_on_noise_when_the_budget_is_spent():
     import random
 
-    from graders.timing import run_until_stable
+    from graders.cuda_engine.timing import run_until_stable
     noisy = random.Random(0)
     stats = run_until_stable(lambda _s: noisy.choice([1e-3, 1.0]), ["a", "b"], budget_s=0.05, min_samples=5,
                              rse_target=1e-6)
@@ -145,7 +146,7 @@ def test_timing_gives_up_on_noise_when_the_budget_is_spent():
 def test_guard_regions_and_mismatches_are_described():
     import torch
 
-    from graders.perf_child import CANARY, GUARD_ELEMENTS, guard_damage, mismatch
+    from graders.cuda_engine.child import CANARY, GUARD_ELEMENTS, guard_damage, mismatch
     buffer = torch.empty(12 + 2 * GUARD_ELEMENTS, dtype=torch.float32)
     buffer.view(torch.int32).fill_(CANARY)
     assert guard_damage(buffer) == ""

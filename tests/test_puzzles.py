@@ -3,9 +3,9 @@ import time
 
 import pytest
 
-import puzzles
-from graders import puzzle_grade
-from graders.puzzle_grade import PuzzleFailed, check, grade_correctness, grade_limits
+from graders.numba_engine import catalogue
+from graders.numba_engine import grade as puzzle_grade
+from graders.numba_engine.grade import PuzzleFailed, check, grade_correctness, grade_limits
 from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
 from workshop.cells import read_cells, read_expectations
 
@@ -14,18 +14,18 @@ KERNEL_LEVEL_WRONG = [p for p in WRONG if "_cell_" not in p.stem]   # cell-level
 
 
 def test_library_has_the_fourteen_puzzles_in_order():
-    assert [p.number for p in puzzles.PUZZLES] == list(range(1, 15))
-    assert {p.id for p in puzzles.PUZZLES} == set(REFERENCE) - {"setup"}
+    assert [p.number for p in catalogue.PUZZLES] == list(range(1, 15))
+    assert {p.id for p in catalogue.PUZZLES} == set(REFERENCE) - {"setup"}
 
 
-@pytest.mark.parametrize("puzzle", puzzles.PUZZLES, ids=lambda p: p.id)
+@pytest.mark.parametrize("puzzle", catalogue.PUZZLES, ids=lambda p: p.id)
 def test_reference_passes_correctness_and_limits(puzzle):
     kernel = run_cells(REFERENCE[puzzle.id])[puzzle.kernel_name]
     grade_correctness(puzzle.id, kernel)
     grade_limits(puzzle.id, kernel)
 
 
-@pytest.mark.parametrize("puzzle", puzzles.PUZZLES, ids=lambda p: p.id)
+@pytest.mark.parametrize("puzzle", catalogue.PUZZLES, ids=lambda p: p.id)
 def test_hidden_cases_include_every_public_size_and_more(puzzle):
     public, hidden = puzzle.cases("public"), puzzle.cases("hidden")
     assert set(public) <= set(hidden) and len(hidden) >= 2
@@ -34,7 +34,7 @@ def test_hidden_cases_include_every_public_size_and_more(puzzle):
 @pytest.mark.parametrize("path", KERNEL_LEVEL_WRONG, ids=lambda p: p.stem)
 def test_known_wrong_solution_loses_exactly_what_it_says(path):
     (puzzle_id, source), = read_cells(path).items()
-    puzzle = puzzles.get(puzzle_id)
+    puzzle = catalogue.get(puzzle_id)
     kernel = run_cells(source)[puzzle.kernel_name]
     for part, grade in (("correct", grade_correctness), ("limits", grade_limits)):
         if read_expectations(path)[f"{puzzle_id}_{part}"] == 0:
@@ -84,8 +84,8 @@ def test_wrong_signature_is_explained():
 def test_gpu_launch_path_runs_kernels_on_guarded_views():
     """The GPU path's plumbing (guard bands, views, copy back), exercised on the simulator."""
     import numpy as np
-    from graders.puzzle_child import _launch_on_gpu
-    puzzle = puzzles.get("matmul")
+    from graders.numba_engine.child import _launch_on_gpu
+    puzzle = catalogue.get("matmul")
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     case = puzzle.cases("hidden")[-1]
     inputs = puzzle.make_inputs(case, np.random.default_rng(0))
@@ -96,7 +96,7 @@ def test_gpu_launch_path_runs_kernels_on_guarded_views():
 def test_guard_band_catches_any_write_past_the_array_even_nan():
     """On the GPU an out-of-bounds write lands in the guard band; NaN written there must show too."""
     import numpy as np
-    from graders.puzzle_child import GUARD, WRITE_SENTINEL, _guarded, guard_violation
+    from graders.numba_engine.child import GUARD, WRITE_SENTINEL, _guarded, guard_violation
     before = _guarded(np.zeros((4,), np.float32), WRITE_SENTINEL)
     assert guard_violation(before, before.copy()) is None
     after = before.copy()

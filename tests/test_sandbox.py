@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from graders import confine
-from graders.sandbox import REPO_ROOT, Confinement, SandboxUnavailable, run_child, sandbox_argv
+from graders.sandbox import confine
+from graders.sandbox.run import REPO_ROOT, Confinement, SandboxUnavailable, run_child, sandbox_argv
 
 HANDLER = textwrap.dedent('''
     import os
@@ -169,26 +169,29 @@ def test_course_files_are_hidden_and_grader_code_and_specs_are_readable(tmp_path
         (course / "submitted" / "alice" / "ps1").mkdir(parents=True)
         (course / "submitted" / "alice" / "ps1" / "ps1.ipynb").write_text("{}")
         (course / "gradebook.db").write_text("grades")
+        (course / "tracks" / "ps1" / "solutions").mkdir(parents=True)
+        (course / "tracks" / "ps1" / "spec.toml").write_text("name = 'ps1'\n")
+        (course / "tracks" / "ps1" / "solutions" / "ps1.cu").write_text("// reference")
         (course / "assignments" / "ps1").mkdir(parents=True)
-        (course / "assignments" / "ps1" / "spec.toml").write_text("name = 'ps1'\n")
         (course / "assignments" / "ps1" / "ps1.ipynb").write_text("{}")
         notebooks = sorted(REPO_ROOT.glob("assignments/*/*.ipynb"))
         home_files = [p for p in Path.home().iterdir() if p.is_file()]
-        invisible = [REPO_ROOT / "solutions", course / "submitted", course / "gradebook.db",
+        invisible = [REPO_ROOT / "tracks" / "gemm" / "solutions", REPO_ROOT / "tracks" / "puzzles" / "notebook.py",
+                     course / "submitted", course / "gradebook.db", course / "tracks" / "ps1" / "solutions",
                      course / "assignments" / "ps1" / "ps1.ipynb", *notebooks, *home_files[:1]]
         if (REPO_ROOT / "gradebook.db").exists():
             invisible.append(REPO_ROOT / "gradebook.db")
-        readable = [REPO_ROOT / "graders" / "sandbox.py", REPO_ROOT / "puzzles" / "__init__.py",
-                    REPO_ROOT / "assignments" / "gemm" / "spec.toml", course / "assignments" / "ps1" / "spec.toml"]
+        readable = [REPO_ROOT / "graders" / "sandbox" / "run.py", REPO_ROOT / "tracks" / "puzzles" / "problem.py",
+                    REPO_ROOT / "tracks" / "gemm" / "spec.toml", course / "tracks" / "ps1" / "spec.toml"]
         assert notebooks and all(p.exists() for p in invisible + readable)
-        code = ("import os, graders.kernel_spec\n"
+        code = ("import os, graders.cuda_engine.spec\n"
                 f"for p in {[str(p) for p in invisible]!r}:\n"
                 "    print('visible' if os.path.exists(p) else 'hidden', p)\n"
                 f"for p in {[str(p) for p in readable]!r}:\n    open(p).read()\n    print('read', p)\n"
-                "print(graders.kernel_spec.load_spec('gemm').name)\n")
-        # solutions/ on PYTHONPATH stays hidden all the same
+                "print(graders.cuda_engine.spec.load_spec('gemm').name)\n")
+        # a track's solutions/ on PYTHONPATH stays hidden all the same
         done = sandboxed(code, Confinement(hide=(course,)),
-                         env={"PYTHONPATH": f"{REPO_ROOT / 'solutions'}:{REPO_ROOT}"})
+                         env={"PYTHONPATH": f"{REPO_ROOT / 'tracks' / 'gemm' / 'solutions'}:{REPO_ROOT}"})
         assert done.returncode == 0, done.stderr
         assert "visible" not in done.stdout
         assert done.stdout.count("hidden") == len(invisible) and done.stdout.count("read") == len(readable)
@@ -402,7 +405,7 @@ def test_sandbox_off_runs_unconfined(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKSHOP_SANDBOX", "off")
     monkeypatch.setenv("WORKSHOP_GRADEBOOK_URL", "postgresql://secret")
     code = (f"import os\nopen({str(tmp_path / 'out')!r}, 'w').write('x')\n"
-            f"print(os.path.exists({str(REPO_ROOT / 'solutions')!r}), os.environ['WORKSHOP_GRADEBOOK_URL'])")
+            f"print(os.path.exists({str(REPO_ROOT / 'tracks' / 'gemm' / 'solutions')!r}), os.environ['WORKSHOP_GRADEBOOK_URL'])")
     done = sandboxed(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "postgresql://secret"] and (tmp_path / "out").exists()

@@ -1,7 +1,7 @@
 import pytest
 
-from graders.kernel_spec import load_spec
-from graders.scoring import perf_share, score_kernel
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.scoring import perf_share, score_kernel
 
 
 @pytest.mark.parametrize("ratio, share", [(0.0, 0.0), (0.4, 0.0), (0.5, 0.0), (0.65, 0.5), (0.8, 1.0),

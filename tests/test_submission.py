@@ -5,9 +5,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from graders.kernel_spec import ROOT
-from graders.structure import check_sass
-from graders.perf_grade import KernelFailed
+from graders.settings import ROOT
+from graders.cuda_engine.structure import check_sass
+from graders.cuda_engine.grade import KernelFailed
 from graders.submission import Submission, SubmissionError, SubmittedKernel, hidden_call
 
 
@@ -65,7 +65,7 @@ def test_a_solution_cell_that_does_not_parse_is_named():
 
 
 def test_hidden_call_takes_exactly_one_known_call_and_ignores_imports():
-    call = hidden_call("# Hidden test\nfrom graders.puzzle_grade import grade_correctness\n"
+    call = hidden_call("# Hidden test\nfrom graders.numba_engine.grade import grade_correctness\n"
                        "grade_correctness('map', map_kernel)\n", {"grade_correctness"})
     assert call.function == "grade_correctness" and len(call.args) == 2
     with pytest.raises(SubmissionError, match="holds 0 grading calls"):
@@ -76,7 +76,7 @@ def test_hidden_call_takes_exactly_one_known_call_and_ignores_imports():
 
 def test_a_kernel_that_includes_the_reference_solution_does_not_compile():
     """NVRTC reads #include files from disk; the compiling child's sandbox has no solutions/ in it."""
-    reference = ROOT / "solutions" / "gemm" / "06_vectorized.cu"
+    reference = ROOT / "tracks" / "gemm" / "solutions" / "vectorized.cu"
     assert reference.exists()
     with pytest.raises(KernelFailed, match="compile_error"):
         check_sass("gemm", "vectorized_sass", f'#include "{reference}"\n')

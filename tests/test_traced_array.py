@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from graders.traced_array import AccessLog, TracedArray
+from graders.numba_engine.traced_array import AccessLog, TracedArray
 
 
 @cuda.jit

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from nbgrader.api import Gradebook
 
-from graders.cuda_compile import CompileError
-from graders.perf_grade import check_compiles
+from graders.cuda_engine.compile import CompileError
+from graders.cuda_engine.grade import check_compiles
 from nbgrader_course import Course
 from transpose_cells import SPEC, slow_source
 from workshop import course as nbg

@@ -1,7 +1,7 @@
 """Transpose submissions for the nbgrader tests: a correct-but-slow kernel for any part of the ladder."""
 from __future__ import annotations
 
-from graders.kernel_spec import load_spec
+from graders.cuda_engine.spec import load_spec
 
 SPEC = load_spec("transpose")
 

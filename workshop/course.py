@@ -8,7 +8,7 @@ import time
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from graders.settings import ROOT
 
 
 def nbgrader_env() -> dict[str, str]:

@@ -30,7 +30,7 @@ def _step(n: int, text: str) -> None:
 
 def _choose_target() -> str:
     from graders.gpu import detect_gpu
-    from graders.puzzle_grade import target
+    from graders.numba_engine.grade import target
     t = target()
     if t == "sim":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"   # the notebook kernels too
@@ -43,7 +43,7 @@ def _choose_target() -> str:
 
 def _choose_sandbox() -> None:
     """The demo grades its own known notebooks: without bubblewrap it may run unsandboxed, and says so."""
-    from graders.sandbox import SandboxUnavailable, sandbox_argv, sandbox_enabled
+    from graders.sandbox.run import SandboxUnavailable, sandbox_argv, sandbox_enabled
     if not sandbox_enabled():
         print("WORKSHOP_SANDBOX=off: student code runs WITHOUT the sandbox (trusted local use only).")
         return

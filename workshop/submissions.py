@@ -8,8 +8,10 @@ import nbformat
 
 from workshop.cells import read_cells, strip_solution_markers
 
-ROOT = Path(__file__).resolve().parent.parent
-PUZZLE_SOLUTIONS = ROOT / "solutions" / "puzzles"
+from graders import settings, tracks
+
+ROOT = settings.ROOT
+PUZZLE_SOLUTIONS = tracks.get("puzzles").solutions
 
 
 def fill(release: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
@@ -33,7 +35,7 @@ def reference_answers() -> dict[str, str]:
 
 
 def wrong_answers(*names: str) -> dict[str, str]:
-    """The reference answers with the cells of the named files in solutions/puzzles/wrong/ swapped in."""
+    """The reference answers with the cells of the named files in tracks/puzzles/solutions/wrong/ swapped in."""
     answers = reference_answers()
     for name in names:
         answers.update(read_cells(PUZZLE_SOLUTIONS / "wrong" / f"{name}.py"))
@@ -47,7 +49,7 @@ def write(course: Path, student: str, assignment: str, nb: nbformat.NotebookNode
     return path
 
 
-TRANSPOSE_SOLUTIONS = ROOT / "solutions" / "transpose"
+TRANSPOSE_SOLUTIONS = tracks.get("transpose").solutions
 
 
 def transpose_cell(kernel_id: str, source: str, block=None, tile=None) -> str:
@@ -61,8 +63,8 @@ def transpose_cell(kernel_id: str, source: str, block=None, tile=None) -> str:
 
 def transpose_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
     """Solution cells for the transpose notebook, by grade_id: ``sources`` (kernel id -> CUDA source) where
-    given, else the references in solutions/transpose/; ``best`` gets the spec's default geometry."""
-    from graders.kernel_spec import load_spec
+    given, else the references in tracks/transpose/solutions/; ``best`` gets the spec's default geometry."""
+    from graders.cuda_engine.spec import load_spec
     spec = load_spec("transpose")
     answers = {}
     for kid, kernel in spec.kernels.items():
@@ -72,7 +74,7 @@ def transpose_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
     return answers
 
 
-GEMM_NOTEBOOK = ROOT / "assignments" / "gemm" / "gemm.ipynb"
+GEMM_NOTEBOOK = tracks.get("gemm").notebook_path
 
 
 def gemm_answers(sources: dict[str, str] | None = None) -> dict[str, str]:

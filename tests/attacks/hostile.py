@@ -21,7 +21,7 @@ def map_kernel(out, a, size):
 # %% zip
 # Patch the grader in the notebook's namespace, with a wrong kernel.
 import graders.hidden_tests
-import graders.puzzle_grade as grading
+import graders.numba_engine.grade as grading
 
 grading.grade_correctness = lambda *args: None
 grading.grade_limits = lambda *args: None
@@ -53,7 +53,7 @@ for path in ["$COURSE/gradebook.db", "gradebook.db", *glob.glob("/*/*/gradebook.
 import pathlib
 
 for path in ["$ROOT/graders/puzzle_child.py", "$ROOT/graders/puzzle_grade.py", "$ROOT/graders/autograde.py",
-             "$ROOT/nbgrader_config.py", "$COURSE/nbgrader_config.py", "$ROOT/puzzles/library.py"]:
+             "$ROOT/nbgrader_config.py", "$COURSE/nbgrader_config.py", "$ROOT/tracks/puzzles/problem.py"]:
     try:
         with open(path, "a") as f:
             f.write("\nimport builtins; builtins.GRADES_FORGED = True\n")

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from graders.gpu import detect_gpu
-from graders.timing import versions
+from graders.cuda_engine.timing import versions
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from graders.kernel_spec import ROOT, load_spec
-from graders.perf_grade import KernelFailed, grade_kernel, report
-from graders.structure import check_sass, load_structure, tune_launch
+from graders.settings import ROOT
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.grade import KernelFailed, grade_kernel, report
+from graders.cuda_engine.structure import check_sass, load_structure, tune_launch
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import gemm_bench  # noqa: E402
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.gpu
 
 SPEC = load_spec("gemm")
 BUDGET_S = float(os.environ.get("GEMM_TEST_BUDGET_S", "2.0"))   # per grading here (the spec's is for grading)
-WRONG = sorted((ROOT / "solutions/gemm/wrong").glob("*.cu"))
+WRONG = sorted((ROOT / "tracks/gemm/solutions/wrong").glob("*.cu"))
 GOAL = 0.937          # the warp-tiling reference's goal: 93.7% of cuBLAS
 
 
@@ -110,7 +111,7 @@ def test_autotuned_runs_another_configuration():
 
 
 def test_slow_kernel_scores_lower_than_the_reference(record):
-    result = grade("warptiling", (ROOT / "solutions/gemm/wrong/slow_warptiling.cu").read_text())
+    result = grade("warptiling", (ROOT / "tracks/gemm/solutions/wrong/slow_warptiling.cu").read_text())
     assert result["status"] == "ok", result["message"]
     reference = rows(record)["warptiling"]
     assert result["timing"]["ratio"] < reference["ratio"]
@@ -126,7 +127,7 @@ def test_wrong_submission_is_caught(path):
     if expected == ["sass"]:   # correct and timed, but its structural check fails
         result = grade(kernel_id, path.read_text())
         assert result["status"] == "ok", result["message"]
-        from graders import sass
+        from graders.cuda_engine import sass
         if sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None:
             pytest.skip("graded correct; its SASS check needs cuobjdump and nvdisasm, not found here")
         check_id = next(c.id for c in load_structure("gemm").checks.values() if c.kernel == kernel_id)

@@ -3,7 +3,7 @@
 Each score cell grades one kernel in its own child process (cuBLAS timed in the same child); the structural
 cells compile and read the SASS. The timing budget per kernel is ``WORKSHOP_PERF_BUDGET_S`` (default here
 1.0 s, not the spec's 4 s). The slow student hands in only the warp-tiling cell, holding kernel 6
-(solutions/gemm/wrong/slow_warptiling.cu), and leaves the rest as released. Records seconds per submission
+(tracks/gemm/solutions/wrong/slow_warptiling.cu), and leaves the rest as released. Records seconds per submission
 and the scores under benchmarks/results/ (and in $OUT, when set).
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpu_record import write_gpu_record
-from graders.kernel_spec import load_spec
-from graders.structure import load_structure
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.structure import load_structure
 from nbgrader_course import Autograding, Course, stderr_text
 from workshop import submissions
 
@@ -26,7 +26,7 @@ STRUCTURE = load_structure("gemm")
 FULL = ({f"{kid}_score": k.points for kid, k in SPEC.kernels.items()}
         | {cid: c.points for cid, c in STRUCTURE.checks.items()}
         | {STRUCTURE.autotune.check_id: STRUCTURE.autotune.points})
-SLOW = ROOT / "solutions/gemm/wrong/slow_warptiling.cu"
+SLOW = ROOT / "tracks/gemm/solutions/wrong/slow_warptiling.cu"
 
 
 @pytest.fixture(scope="module")

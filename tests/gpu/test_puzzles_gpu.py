@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-import puzzles
+from graders.numba_engine import catalogue
 from gpu_record import write_gpu_record
 from nbgrader_course import Autograding, Course, all_mistakes
 from workshop import submissions
 
 pytestmark = pytest.mark.gpu
-TOTAL = 3 * len(puzzles.PUZZLES)
+TOTAL = 3 * len(catalogue.PUZZLES)
 
 
 @pytest.fixture(scope="module")

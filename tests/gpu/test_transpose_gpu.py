@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from graders.kernel_spec import ROOT, load_spec
-from graders.perf_grade import grade_kernel, report
+from graders.settings import ROOT
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.grade import grade_kernel, report
 
 pytestmark = pytest.mark.gpu
 
@@ -16,7 +17,7 @@ SPEC = load_spec("transpose")
 BUDGET_S = 3.0                 # timing budget per grading here (the spec's is for real grading)
 HANG_TIMEOUT_S = 30.0
 REGRADES = 5
-WRONG = sorted((ROOT / "solutions/transpose/wrong").glob("*.cu"))
+WRONG = sorted((ROOT / "tracks/transpose/solutions/wrong").glob("*.cu"))
 
 
 def tag(path: Path, key: str) -> str:
@@ -92,7 +93,7 @@ def test_student_geometry_is_used():
 
 
 def test_slow_kernel_scores_lower_than_the_reference(references):
-    result = grade("tiled", (ROOT / "solutions/transpose/wrong/slow_tiled.cu").read_text())
+    result = grade("tiled", (ROOT / "tracks/transpose/solutions/wrong/slow_tiled.cu").read_text())
     assert result["status"] == "ok"
     reference = references["tiled"]
     assert result["timing"]["ratio"] < reference["timing"]["ratio"]

@@ -75,14 +75,14 @@ def test_correct_but_slow_gets_correctness_and_partial_speed_points(grading):
 HOSTILE_COPY_CELL = '''
 import time
 
-import graders.perf_grade
+import graders.cuda_engine.grade
 import torch
 
 def score(*args, **kwargs):        # what a hidden test cell in this notebook would call
     return 3.0
 
-graders.perf_grade.score = score
-graders.perf_grade.grade_kernel = lambda *a, **k: {"status": "ok", "score": {"total": 3.0}}
+graders.cuda_engine.grade.score = score
+graders.cuda_engine.grade.grade_kernel = lambda *a, **k: {"status": "ok", "score": {"total": 3.0}}
 torch.cuda.Event.elapsed_time = lambda self, end: 1e-6    # a timer that says every kernel is instant
 time.perf_counter = lambda: 0.0
 '''

@@ -1,10 +1,10 @@
-"""Child handlers for the CPU tests of the perf sandbox (run by graders.sandbox.run_child)."""
+"""Child handlers for the CPU tests of the perf sandbox (run by graders.sandbox.run.run_child)."""
 from __future__ import annotations
 
 import os
 import time
 
-from graders.timing import run_until_stable
+from graders.cuda_engine.timing import run_until_stable
 
 
 def handle(request: dict) -> dict:

@@ -1,0 +1,220 @@
+"""Child handler (run by `graders.sandbox.run.run_child`): check and time one student kernel on the GPU.
+
+The child owns everything the measurement depends on: it compiles the source it was sent (a string),
+allocates inputs and outputs (torch CUDA tensors, under a GPU-memory cap), launches the kernel through
+cuda.core on its own stream, and times it and the baseline with its own timer. Nothing in the notebook that
+asked for the grade can reach this process.
+
+Phases, each stopping at the first failure:
+1. compile for this GPU's architecture (`graders.cuda_engine.compile`);
+2. correctness at every ``check_shapes`` shape, on fresh random inputs, into outputs poisoned with NaN and
+   fenced by canary guard regions (an out-of-bounds write damages a guard and is reported as such);
+3. timing at ``perf_shape`` (`graders.cuda_engine.timing.CudaTimer`): the problem's baseline (a device-to-device copy
+   of the same bytes for copy/transpose) and the kernel, interleaved, over rotated input sets;
+4. correctness again on fresh inputs *after* timing, which catches kernels that stop working (cache a
+   result, skip work) once warmed up; guards of the timed outputs are checked too.
+A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
+one, which is why each kernel is graded in its own child.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+try:
+    from cuda.core import Device, LaunchConfig, launch
+except ImportError:  # cuda.core before 0.4
+    from cuda.core.experimental import Device, LaunchConfig, launch
+
+from graders.cuda_engine.compile import CompileError, compile_cuda
+from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
+from graders.cuda_engine.problems import Problem, Shape, problem
+
+GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
+CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
+TIMING_BYTES = 4 << 30          # inputs + outputs of all rotated timing sets together, at most
+MAX_SETS = 4
+
+
+class Harness:
+    """One GPU, one stream, one compiled kernel, and the buffers to run it on."""
+
+    def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int):
+        import torch
+        self.torch = torch
+        torch.cuda.set_device(0)
+        torch.cuda.init()
+        torch.cuda.set_per_process_memory_fraction(memory_fraction)
+        self.device = Device(0)
+        self.device.set_current()
+        self.stream = self.device.create_stream()
+        self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle))
+        self.problem = problem
+        self.geometry = geometry
+        self.generator = torch.Generator(device="cuda")
+        self.generator.manual_seed(seed)
+        self.kernel = None
+
+    @property
+    def arch(self) -> str:
+        return "sm_{}{}".format(*self.torch.cuda.get_device_capability())
+
+    def load(self, source: str, function: str) -> dict:
+        compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch)
+        self.kernel = compiled.object_code.get_kernel(function)
+        return {"arch": compiled.arch, "resources": compiled.resources_dict()}
+
+    def inputs(self, shape: Shape) -> list:
+        with self.torch.cuda.stream(self.torch_stream):
+            return self.problem.make_inputs(shape, self.generator)
+
+    def output(self, shape: Shape):
+        """A guarded output: (whole buffer, the view the kernel writes), body NaN, guards canaries."""
+        torch = self.torch
+        n = math.prod(self.problem.out_shape(shape))
+        with torch.cuda.stream(self.torch_stream):
+            buffer = torch.empty(n + 2 * GUARD_ELEMENTS, dtype=torch.float32, device="cuda")
+            buffer.view(torch.int32).fill_(CANARY)
+            body = buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + n]
+            body.fill_(float("nan"))
+        return buffer, body.view(self.problem.out_shape(shape))
+
+    def launch(self, out, inputs: list, shape: Shape) -> None:
+        grid = self.problem.grid(shape, self.geometry.tile)
+        config = LaunchConfig(grid=grid, block=(*self.geometry.block, 1))
+        args = [np.uint64(t.data_ptr()) for t in (out, *inputs)]
+        args += [np.int32(v) for v in self.problem.sizes(shape)]
+        launch(self.stream, config, self.kernel, *args)
+
+    def check(self, shape: Shape) -> dict:
+        """Run once on fresh inputs and compare with the reference; a dict with ok and message."""
+        torch = self.torch
+        inputs = self.inputs(shape)
+        buffer, out = self.output(shape)
+        torch.cuda.synchronize()
+        self.launch(out, inputs, shape)
+        torch.cuda.synchronize()
+        label = "x".join(map(str, shape))
+        damage = guard_damage(buffer)
+        if damage:
+            return {"shape": list(shape), "ok": False, "status": "oob_write",
+                    "message": f"at shape {label} your kernel wrote outside its output: {damage}"}
+        with torch.cuda.stream(self.torch_stream):
+            expected = self.problem.reference(inputs)
+        torch.cuda.synchronize()
+        compare = self.problem.compare   # a problem's own tolerance (sgemm), else elementwise with atol
+        wrong = compare(out, expected) if compare else mismatch(out, expected, self.problem.atol)
+        return {"shape": list(shape), "ok": not wrong, "status": "incorrect" if wrong else "ok",
+                "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
+
+    def time(self, shape: Shape, budget_s: float) -> dict:
+        from graders.cuda_engine.timing import CudaTimer
+        torch, problem = self.torch, self.problem
+        sets = [(self.inputs(shape), self.output(shape))]
+        per_set = sum(t.untyped_storage().nbytes() for t in (*sets[0][0], sets[0][1][0]))   # as allocated
+        n_sets = max(2, min(MAX_SETS, TIMING_BYTES // per_set))
+        sets += [(self.inputs(shape), self.output(shape)) for _ in range(n_sets - 1)]
+        torch.cuda.synchronize()
+        timer = CudaTimer({
+            "baseline": lambda i: problem.baseline(sets[i][1][1], sets[i][0]),
+            "kernel": lambda i: self.launch(sets[i][1][1], sets[i][0], shape),
+        }, n_sets, self.torch_stream)
+        stats = timer.measure(budget_s)
+        damaged = [d for d in (guard_damage(s[1][0]) for s in sets) if d]
+        work = problem.work(shape)
+        base, kern = stats["baseline"], stats["kernel"]
+        return {
+            "shape": list(shape), "input_sets": n_sets, "l2_bytes": timer.l2_bytes,
+            "baseline": base.as_dict() | {"throughput": work / base.median_s, "name": problem.baseline_name},
+            "kernel": kern.as_dict() | {"throughput": work / kern.median_s},
+            "work_unit": problem.work_unit, "ratio": base.median_s / kern.median_s,
+            "oob_write": damaged[0] if damaged else "",
+        }
+
+
+def guard_damage(buffer) -> str:
+    """'' if both guard regions of ``buffer`` still hold canaries, else where they were overwritten."""
+    import torch
+    words = buffer.view(torch.int32)
+    n = words.numel() - 2 * GUARD_ELEMENTS
+    bad_before = (words[:GUARD_ELEMENTS] != CANARY).nonzero().flatten()
+    bad_after = (words[-GUARD_ELEMENTS:] != CANARY).nonzero().flatten()
+    parts = []
+    if len(bad_after):
+        parts.append(f"{len(bad_after)} value(s) after the end of the output (the first at flat index "
+                     f"{n + int(bad_after[0])} of an output of {n} elements)")
+    if len(bad_before):
+        parts.append(f"{len(bad_before)} value(s) before its start (the nearest at flat index "
+                     f"{int(bad_before[-1]) - GUARD_ELEMENTS})")
+    return "; ".join(parts)
+
+
+def mismatch(out, expected, atol: float) -> str:
+    """'' if ``out`` matches ``expected``, else how many elements differ and the first one."""
+    import torch
+    bad = ~torch.isclose(out, expected, rtol=0.0, atol=atol) if atol else out != expected
+    count = int(bad.sum())
+    if not count:
+        return ""
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    got, want = float(out[index]), float(expected[index])
+    where = "out" + "".join(f"[{i}]" for i in index)
+    never = " (NaN: your kernel never wrote it)" if math.isnan(got) else ""
+    return f"{count} of {out.numel()} values wrong; first at {where}: expected {want:.6g}, got {got:.6g}{never}"
+
+
+def _is_cuda_error(exc: Exception) -> bool:
+    return "CUDA" in type(exc).__name__ or "CUDA" in str(exc)
+
+
+def handle(request: dict) -> dict:
+    spec = load_spec(request["spec_path"])
+    kernel: KernelSpec = spec.kernel(request["kernel_id"])
+    geometry = resolve_geometry(kernel, request.get("block"), request.get("tile"), request.get("params"))
+    definition = problem(kernel.kind)
+    import torch
+    if not torch.cuda.is_available():
+        return {"status": "no_gpu", "message": "the grading process found no CUDA GPU"}
+    from graders.cuda_engine.timing import clocks, environment
+    seed = int(request.get("seed") or int.from_bytes(os.urandom(8), "little") >> 1)
+    result: dict = {"kernel_id": kernel.id, "geometry": {"block": list(geometry.block),
+                                                          "tile": list(geometry.tile)}, "seed": seed}
+    if geometry.params:
+        result["geometry"]["params"] = dict(geometry.params)
+    phase = "starting CUDA"
+    try:
+        harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed)
+        result["environment"] = environment()
+        phase = "compiling"
+        try:
+            result["compile"] = harness.load(request["source"], kernel.function)
+        except CompileError as exc:
+            return result | {"status": "compile_error", "message": str(exc)}
+        phase = "checking correctness"
+        result["checks"] = checks = []
+        for shape in kernel.check_shapes:
+            checks.append(harness.check(shape))
+            if not checks[-1]["ok"]:
+                return result | {"status": checks[-1]["status"], "message": checks[-1]["message"]}
+        torch.cuda.empty_cache()
+        phase = "timing"
+        result["timing"] = timing = harness.time(kernel.perf_shape, float(request.get("budget_s", 10.0)))
+        result["clocks_after"] = clocks()
+        if timing["oob_write"]:
+            return result | {"status": "oob_write",
+                             "message": f"while timed, your kernel wrote outside its output: {timing['oob_write']}"}
+        torch.cuda.empty_cache()
+        phase = "re-checking correctness after timing"
+        for shape in dict.fromkeys([kernel.perf_shape, *kernel.check_shapes]):
+            check = harness.check(shape)
+            result["checks"].append(check | {"after_timing": True})
+            if not check["ok"]:
+                return result | {"status": check["status"], "message": "after being timed, the kernel's results "
+                                 "were wrong (does it skip work or reuse old results?) " + check["message"]}
+    except Exception as exc:
+        if not _is_cuda_error(exc):
+            raise
+        return result | {"status": "crashed", "message": f"CUDA error while {phase}: {exc}"}
+    return result | {"status": "ok", "message": ""}

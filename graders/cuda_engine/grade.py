@@ -1,0 +1,145 @@
+"""Grading CUDA C++ kernels for correctness and speed: the parent side, and what notebooks call.
+
+- `grade_kernel` sends one kernel's source (a string) to a fresh `graders.cuda_engine.child` process with a
+  wall-clock limit (no address-space limit: CUDA reserves far more virtual memory than it uses; the child
+  caps its GPU memory itself) and returns a result dict with the status, the measurements and the score.
+- `score` is a hidden test (`graders.hidden_tests`): it prints a short report to stdout and returns the
+  points earned (nbgrader takes a test cell's number, below its points, as partial credit), or raises
+  `KernelFailed` for a kernel that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
+  and silences warnings.
+- `check_compiles` is for students without a GPU: it compiles in-process and reports registers and spills.
+
+``WORKSHOP_PERF_BUDGET_S`` (seconds), when set, replaces the spec's ``time_budget_s`` as the timing budget
+of each kernel (an explicit ``budget_s`` still wins): the GPU test of the nbgrader pipeline uses it to grade
+three whole submissions in a few minutes. Real grading leaves it unset.
+
+Without a GPU, grading stops with `NeedsGPUWorker`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
+from graders.gpu import detect_gpu, require_gpu
+from graders.hidden_tests import hidden_test
+from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
+from graders.sandbox.run import ChildResult, run_child
+from graders.cuda_engine.scoring import score_kernel
+from graders import settings
+
+CHILD = "graders.cuda_engine.child"
+STARTUP_S = 90.0   # child start: torch import, CUDA start, compile, checks before and after timing
+
+
+class KernelFailed(AssertionError):
+    """A kernel failed its hidden test; the message says why."""
+
+
+def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
+                 budget_s: float | None = None, timeout_s: float | None = None,
+                 memory_fraction: float = 0.25) -> dict:
+    """Check and time one kernel in a child process; the result dict of `result_from_child`."""
+    spec = load_spec(assignment)
+    kernel = spec.kernel(kernel_id)
+    geometry = resolve_geometry(kernel, block, tile, params)
+    if spec.requires_gpu:
+        require_gpu(f"Grading {spec.name}/{kernel_id}")
+    budget = budget_s if budget_s is not None else _budget_from_env(spec.time_budget_s)
+    request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source,
+               "block": list(geometry.block) if block is not None else None,
+               "tile": list(geometry.tile) if tile is not None else None,
+               "params": dict(params) if params is not None else None,
+               "budget_s": budget, "memory_fraction": memory_fraction}
+    limit = timeout_s if timeout_s is not None else budget + STARTUP_S
+    child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
+    return result_from_child(child, spec, kernel, limit)
+
+
+def _budget_from_env(default: float) -> float:
+    return settings.perf_budget_s(default)
+
+
+def _child_env() -> dict[str, str]:
+    path = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(settings.PACKAGE_ROOT), path) if p)}
+
+
+def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSpec, limit_s: float) -> dict:
+    """The child's answer, or a status for a child that hung or died, with the kernel's score added."""
+    if child.status == "timeout":
+        answer = {"status": "timeout", "message": f"your kernel did not finish within {limit_s:g} s "
+                  "(an endless loop? a __syncthreads() that not every thread reaches?)"}
+    elif child.status == "crashed":
+        answer = {"status": "crashed", "message": f"the grading process died: {child.message}",
+                  "stderr": child.stderr}
+    elif "error" in child.answer:
+        answer = {"status": "grader_error", "message": f"the grader failed: {child.answer['error']}",
+                  "traceback": child.answer.get("traceback", ""), "stderr": child.stderr}
+    else:
+        answer = dict(child.answer)
+    correct = answer["status"] == "ok"
+    ratio = answer.get("timing", {}).get("ratio") if correct else None
+    return answer | {
+        "kernel_id": kernel.id,
+        "score": score_kernel(kernel, correct, ratio).as_dict(),
+        "curve": {"floor": kernel.floor, "target": kernel.target, "targets": spec.targets},
+        "seconds": child.seconds,
+    }
+
+
+def report(result: dict) -> str:
+    """A few lines for the student: status, speed against the baseline, points."""
+    s = result["score"]
+    lines = [f"{result['kernel_id']}: {result['status']}" + (f" - {result['message']}" if result["message"] else "")]
+    timing = result.get("timing")
+    if timing:
+        unit = timing["work_unit"]
+        k, b = timing["kernel"], timing["baseline"]
+        lines.append(f"  your kernel {k['median_s'] * 1e3:.4f} ms ({_rate(k['throughput'], unit)}); "
+                     f"{b['name']} {b['median_s'] * 1e3:.4f} ms ({_rate(b['throughput'], unit)}); "
+                     f"ratio {timing['ratio']:.3f} (full marks at {result['curve']['target']:g}, "
+                     f"none below {result['curve']['floor']:g})")
+    for name, r in (result.get("compile", {}).get("resources") or {}).items():
+        lines.append(f"  {name}: {resources_summary(r)}")
+    lines.append(f"  points: {s['total']:.2f} / {s['max']:g} (correctness {s['correctness']:g}, "
+                 f"speed {s['performance']:.2f})")
+    return "\n".join(lines)
+
+
+def _rate(per_second: float, unit: str) -> str:
+    return f"{per_second / 1e9:.0f} G{unit}/s"
+
+
+@hidden_test(alone=True)
+def score(assignment: str | Path, kernel_id: str, source: str, **options) -> float:
+    """Points for one kernel, for an nbgrader test cell; raises `KernelFailed` unless it is correct.
+
+    Without a GPU worker for a GPU-only assignment it raises `NeedsGPUWorker`: the trusted grader then
+    stops the submission instead of recording zeros."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = grade_kernel(assignment, kernel_id, source, **options)
+    print(report(result))
+    sys.stdout.flush()
+    if result["status"] != "ok":
+        raise KernelFailed(f"{kernel_id}: {result['status']}: {result['message']}")
+    return round(result["score"]["total"], 4)
+
+
+def check_compiles(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None,
+                   params=None) -> dict:
+    """Compile one kernel as the grader will (no GPU needed); print its resources, raise `CompileError`."""
+    kernel = load_spec(assignment).kernel(kernel_id)
+    geometry = resolve_geometry(kernel, block, tile, params)
+    gpu = detect_gpu()
+    compiled = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(),
+                            arch=gpu.arch if gpu else DEFAULT_ARCH)
+    usage = compiled.resources.get(kernel.function, UNKNOWN)   # ptxas's report is best-effort
+    print(f"{kernel.function} compiles for {compiled.arch}: {usage.summary()}. "
+          f"Block {geometry.block[0]}x{geometry.block[1]} threads, tile {geometry.tile[0]}x{geometry.tile[1]}"
+          + "".join(f", {k} = {v}" for k, v in geometry.params) + ". "
+          "Correctness and speed are checked on the GPU worker.")
+    return compiled.resources_dict()

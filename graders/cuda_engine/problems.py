@@ -1,0 +1,79 @@
+"""Problem kinds of the CUDA C++ engine: what a kernel of each kind computes, how it is called, and what it
+is timed against.
+
+A spec's kernel names its ``kind``. Kinds are defined by the tracks that bring them (``PROBLEMS``, a list of
+`Problem`, in ``tracks/<name>/problem.py``) and found here by `problem`; the engine is never edited for a
+new kind. Kernels take ``(out, *inputs, *sizes)``: device pointers, then ``int`` sizes. torch is imported
+inside the functions, so parsing a spec in a notebook does not import it.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from graders import tracks
+
+Shape = tuple[int, ...]
+Tensor = Any  # torch.Tensor; kept loose so this module imports without torch
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    signature: str                                       # the C signature students must write
+    shape_names: tuple[str, ...]                         # what each entry of a shape means
+    make_inputs: Callable[[Shape, Any], list[Tensor]]    # (shape, torch.Generator on the device)
+    out_shape: Callable[[Shape], Shape]
+    reference: Callable[[list[Tensor]], Tensor]
+    baseline: Callable[[Tensor, list[Tensor]], None]     # the library operation the kernel is timed against
+    baseline_name: str
+    work: Callable[[Shape], int]                         # bytes moved (or FLOPs) per launch
+    work_unit: str
+    sizes: Callable[[Shape], tuple[int, ...]]            # the int arguments after the pointers
+    grid: Callable[[Shape, tuple[int, int]], tuple[int, int, int]]   # (shape, tile) -> blocks
+    atol: float = 0.0                                    # 0: results must be bit-identical
+    # (out, expected) -> '' if out is right, else why not; None: elementwise with ``atol``
+    compare: Callable[[Tensor, Any], str] | None = None
+
+
+def random_matrix(shape: Shape, gen: Any) -> list[Tensor]:
+    import torch
+    return [torch.randn(shape, generator=gen, device=gen.device, dtype=torch.float32)]
+
+
+def copy_bytes(out: Tensor, inputs: list[Tensor]) -> None:
+    out.view(-1).copy_(inputs[0].view(-1))   # a device-to-device cudaMemcpyAsync of the same bytes
+
+
+def tiles(shape: Shape, tile: tuple[int, int]) -> tuple[int, int, int]:
+    rows, cols = shape
+    return (-(-cols // tile[0]), -(-rows // tile[1]), 1)
+
+
+def matrix_bytes(shape: Shape) -> int:
+    return 2 * 4 * shape[0] * shape[1]   # fp32, read once and written once
+
+
+@functools.cache
+def _registry() -> dict[str, Problem]:
+    found: dict[str, Problem] = {}
+    for track in tracks.all_tracks():
+        module = track.problem_module() if track.engine == "cuda" else None
+        for p in getattr(module, "PROBLEMS", ()):
+            if p.kind in found:
+                raise tracks.TrackError(f"{track.folder}/problem.py: kind {p.kind!r} is defined twice")
+            found[p.kind] = p
+    return found
+
+
+def kinds() -> list[str]:
+    """Every problem kind some track defines."""
+    return list(_registry())
+
+
+def problem(kind: str) -> Problem:
+    try:
+        return _registry()[kind]
+    except KeyError:
+        raise KeyError(f"no problem kind {kind!r}; known kinds: {', '.join(_registry())}") from None

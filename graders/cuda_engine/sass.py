@@ -1,0 +1,199 @@
+"""What the compiled kernel is made of: its SASS (the GPU's machine code) and resource usage, from a cubin.
+
+Structural checks need no GPU: the grader compiles the student's source to a cubin (`graders.cuda_engine.compile`)
+and reads it with NVIDIA's ``cuobjdump`` (which calls ``nvdisasm``). Both come as pip wheels
+(``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``, binaries under ``site-packages/nvidia/cu13/bin``);
+`find_tool` also looks at ``$WORKSHOP_CUOBJDUMP`` / ``$WORKSHOP_NVDISASM``, ``PATH`` and the CUDA toolkit.
+
+- `disassemble` gives each kernel's SASS text, `memory_ops` counts its memory instructions by kind and
+  width (``LDG.E.128.CONSTANT`` is a 128-bit global load through the read-only path);
+- `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``);
+- `check` runs named requirements (`REQUIREMENTS`) and returns the failures as readable sentences.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from graders import settings
+
+TOOL_TIMEOUT_S = 60
+CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/cuda/bin")
+
+
+class SassToolMissing(RuntimeError):
+    """cuobjdump or nvdisasm is not installed; the message says how to get it."""
+
+
+def find_tool(name: str) -> Path | None:
+    """``cuobjdump`` or ``nvdisasm``: the env override, the pip wheel, PATH, then the CUDA toolkit."""
+    override = settings.tool_override(name)
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    for folder in _wheel_bin_dirs():
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    for home in CUDA_HOMES:
+        candidate = Path(home) / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _wheel_bin_dirs() -> list[Path]:
+    """``bin`` folders of the NVIDIA pip wheels (``nvidia/cu13/bin``; older wheels: ``nvidia/<pkg>/bin``)."""
+    try:
+        import nvidia  # the namespace package the wheels install into
+    except ImportError:
+        return []
+    dirs: list[Path] = []
+    for root in map(Path, getattr(nvidia, "__path__", [])):
+        dirs += sorted(p for p in root.glob("*/bin") if p.is_dir())
+    return dirs
+
+
+def _tool(name: str) -> Path:
+    path = find_tool(name)
+    if path is None:
+        raise SassToolMissing(f"`{name}` was not found: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm "
+                              f"(or set WORKSHOP_{name.upper()} to its path)")
+    return path
+
+
+def _run_on_cubin(cubin: bytes, *args: str) -> str:
+    cuobjdump = _tool("cuobjdump")
+    nvdisasm = _tool("nvdisasm")   # cuobjdump -sass runs nvdisasm from PATH
+    env = {**os.environ, "PATH": os.pathsep.join([str(nvdisasm.parent), os.environ.get("PATH", "")])}
+    with tempfile.TemporaryDirectory(prefix="workshop-sass-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        done = subprocess.run([str(cuobjdump), *args, str(path)], capture_output=True, text=True, env=env,
+                              timeout=TOOL_TIMEOUT_S)
+    if done.returncode != 0:
+        raise RuntimeError(f"cuobjdump {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+_FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$", re.M)
+
+
+def disassemble(cubin: bytes) -> dict[str, str]:
+    """Each kernel's SASS (``cuobjdump -sass``), by function name."""
+    text = _run_on_cubin(cubin, "-sass")
+    parts = _FUNCTION.split(text)
+    return {name: body for name, body in zip(parts[1::2], parts[2::2])}
+
+
+_RESOURCE = re.compile(r"Function (\S+):\s*\n\s*(.*)")
+
+
+def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
+    """``REG``, ``STACK``, ``SHARED``, ``LOCAL``, ... per kernel, from ``cuobjdump --dump-resource-usage``."""
+    text = _run_on_cubin(cubin, "--dump-resource-usage")
+    found = {}
+    for name, fields in _RESOURCE.findall(text):
+        found[name] = {k: int(v) for k, v in re.findall(r"([A-Z_]+)(?:\[\d+\])?:(\d+)", fields)}
+    return found
+
+
+# An instruction: optional predicate (@P0, @!PT), then the opcode with its dot-separated modifiers.
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+MEMORY_OPCODES = ("LDG", "STG", "LDS", "STS", "LDL", "STL", "LD", "ST", "LDGSTS", "ATOMG", "RED")
+
+
+@dataclass(frozen=True)
+class MemoryOp:
+    opcode: str      # LDG, STS, ...
+    bits: int        # access width per thread: 8, 16, 32, 64, 128
+    text: str        # the whole mnemonic, e.g. LDG.E.128.CONSTANT
+
+
+def memory_ops(sass: str) -> list[MemoryOp]:
+    """The memory instructions of one kernel's SASS, in program order."""
+    ops = []
+    for mnemonic in _INSTRUCTION.findall(sass):
+        opcode, *mods = mnemonic.split(".")
+        if opcode not in MEMORY_OPCODES:
+            continue
+        bits = 32
+        for mod in mods:
+            if mod in ("64", "128"):
+                bits = int(mod)
+            elif mod in ("U8", "S8"):
+                bits = 8
+            elif mod in ("U16", "S16"):
+                bits = 16
+        ops.append(MemoryOp(opcode, bits, mnemonic))
+    return ops
+
+
+def op_counts(sass: str) -> dict[str, int]:
+    """How many of each memory instruction, keyed like ``LDG.128`` (opcode and width)."""
+    counts: dict[str, int] = {}
+    for op in memory_ops(sass):
+        key = f"{op.opcode}.{op.bits}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _ldg128(sass: str, usage: dict[str, int]) -> str:
+    ops = [op for op in memory_ops(sass) if op.opcode == "LDG"]
+    wide = [op for op in ops if op.bits == 128]
+    if wide:
+        return ""
+    widths = ", ".join(f"{n} x {k}" for k, n in op_counts(sass).items() if k.startswith("LDG")) or "none"
+    return ("its global loads are not vectorized: the SASS has no 128-bit global load (LDG.E.128); its "
+            f"global loads are {widths}. Load A and B as float4 (reinterpret_cast<const float4*>) from "
+            "16-byte-aligned addresses")
+
+
+def _no_local(sass: str, usage: dict[str, int]) -> str:
+    local = [op.text for op in memory_ops(sass) if op.opcode in ("LDL", "STL")]
+    stack = usage.get("STACK", 0)
+    if not local and not stack:
+        return ""
+    seen = (f"{len(local)} local load/store instruction(s), " if sass else "") + f"a {stack}-byte stack frame"
+    return (f"it uses local memory ({seen}): "
+            "registers spilled, or an array indexed with a value the compiler cannot resolve at compile time. "
+            "Unroll loops over register arrays (#pragma unroll with compile-time bounds) or shrink the thread tile")
+
+
+def _vector_shared(sass: str, usage: dict[str, int]) -> str:
+    if any(op.opcode == "LDS" and op.bits == 128 for op in memory_ops(sass)):
+        return ""
+    return "its shared-memory reads are not vectorized: the SASS has no LDS.128"
+
+
+REQUIREMENTS = {
+    "ldg128": (_ldg128, "128-bit global loads (LDG.E.128)"),
+    "no_local": (_no_local, "no register spills or other local memory"),
+    "lds128": (_vector_shared, "128-bit shared-memory loads (LDS.128)"),
+}
+
+
+def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...], *,
+          disassemble_always: bool = True) -> tuple[list[str], dict]:
+    """(failures, facts) for ``function`` in ``cubin``: one sentence per unmet requirement, and the counts.
+
+    ``no_local`` alone needs only the resource report (milliseconds); the others read the SASS (about a
+    second, nvdisasm), which ``disassemble_always`` also does for the memory-instruction counts."""
+    unknown = [r for r in requirements if r not in REQUIREMENTS]
+    if unknown:
+        raise ValueError(f"unknown SASS requirement(s) {unknown}; known: {sorted(REQUIREMENTS)}")
+    usage_by_kernel = resource_usage(cubin)
+    if function not in usage_by_kernel:
+        raise ValueError(f"no kernel {function!r} in the cubin; found {sorted(usage_by_kernel)}")
+    usage = usage_by_kernel[function]
+    text = ""
+    if disassemble_always or any(r != "no_local" for r in requirements):
+        text = disassemble(cubin)[function]
+    failures = [msg for msg in (REQUIREMENTS[r][0](text, usage) for r in requirements) if msg]
+    return failures, {"memory_ops": op_counts(text), "resources": usage}

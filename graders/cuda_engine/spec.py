@@ -1,0 +1,263 @@
+"""The CUDA C++ engine's track specs: ``tracks/<name>/spec.toml``, read with tomllib.
+
+``[assignment]`` holds defaults every kernel inherits (``check_shapes``, ``perf_shape``, ``block``,
+``tile``, ``floor``, ``target``, points) plus ``time_budget_s``, ``requires_gpu`` and ``targets``
+("provisional" until measured on the worker GPU, then "measured"). Each ``[[kernel]]`` gives ``id`` (the
+nbgrader grade_id of its test cell), ``function`` (the ``extern "C"`` name), ``kind`` (a key of
+`graders.cuda_engine.problems.kinds`, defined by a track's ``problem.py``) and may override any default. Geometry: ``block`` is the threads of a block
+(x, y), ``tile`` the elements one block covers (x = columns, y = rows), a multiple of ``block`` (so each
+thread handles tile/block elements); the grid follows from the shape. ``student_geometry = true`` lets the
+student pick block and tile (the spec's are defaults). The kernel sees them as ``BLOCK_X``, ``BLOCK_Y``,
+``TILE_X``, ``TILE_Y``. ``params`` (a table of NAME = positive int, e.g. ``{ BK = 8 }``) are more
+compile-time parameters, ``#define``d the same way; with ``student_geometry`` the student may set them too.
+
+Perf curve: ``floor`` and ``target`` are ratios of the kernel's speed to the problem's baseline measured
+in the same run (see `graders.cuda_engine.scoring`).
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders import settings
+from graders.cuda_engine.problems import kinds, problem
+
+MAX_THREADS = 1024
+
+_ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets"}
+_INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
+              "points_perf", "student_geometry", "params"}
+_KERNEL_KEYS = {"id", "function", "kind", "reference"} | _INHERITED
+
+
+class SpecError(ValueError):
+    """A spec file (or a geometry asked for) is invalid; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Geometry:
+    block: tuple[int, int]
+    tile: tuple[int, int]
+    params: tuple[tuple[str, int], ...] = ()   # more #defines (template parameters), sorted by name
+
+    def defines(self) -> dict[str, int]:
+        return {"BLOCK_X": self.block[0], "BLOCK_Y": self.block[1], "TILE_X": self.tile[0],
+                "TILE_Y": self.tile[1], **dict(self.params)}
+
+    @property
+    def elements_per_thread(self) -> int:
+        return (self.tile[0] // self.block[0]) * (self.tile[1] // self.block[1])
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    id: str
+    function: str
+    kind: str
+    geometry: Geometry
+    student_geometry: bool
+    check_shapes: tuple[tuple[int, ...], ...]
+    perf_shape: tuple[int, ...]
+    points_correct: float
+    points_perf: float
+    floor: float
+    target: float
+    reference: Path | None
+
+    @property
+    def points(self) -> float:
+        return self.points_correct + self.points_perf
+
+
+@dataclass(frozen=True)
+class AssignmentSpec:
+    name: str
+    path: Path
+    requires_gpu: bool
+    time_budget_s: float
+    targets: str
+    kernels: dict[str, KernelSpec]
+
+    def kernel(self, kernel_id: str) -> KernelSpec:
+        try:
+            return self.kernels[kernel_id]
+        except KeyError:
+            raise SpecError(f"{self.path}: no kernel {kernel_id!r}; kernels: {', '.join(self.kernels)}") from None
+
+
+def spec_path(assignment: str | Path) -> Path:
+    """A spec file given directly, or the track's: ``tracks/<name>/spec.toml`` (see `graders.settings`)."""
+    path = Path(assignment)
+    if path.suffix == ".toml":
+        return path
+    return settings.root() / "tracks" / str(assignment) / "spec.toml"
+
+
+def read_toml(path: Path, what: str) -> dict:
+    """A TOML file's contents, or `SpecError` saying it is missing or malformed."""
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"no {what} file at {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_spec(assignment: str | Path) -> AssignmentSpec:
+    path = spec_path(assignment)
+    return parse_spec(read_toml(path, "spec"), path)
+
+
+def parse_spec(data: dict, path: Path) -> AssignmentSpec:
+    top = data.get("assignment")
+    if not isinstance(top, dict):
+        raise SpecError(f"{path}: needs an [assignment] table")
+    _no_unknown(top, _ASSIGNMENT_KEYS | _INHERITED, f"{path} [assignment]")
+    kernels_raw = data.get("kernel")
+    if not isinstance(kernels_raw, list) or not kernels_raw:
+        raise SpecError(f"{path}: needs at least one [[kernel]] table")
+    unknown_tables = set(data) - {"assignment", "kernel"}
+    if unknown_tables:
+        raise SpecError(f"{path}: unknown table(s) {sorted(unknown_tables)}")
+    targets = top.get("targets", "provisional")
+    if targets not in ("provisional", "measured"):
+        raise SpecError(f"{path} [assignment]: targets must be 'provisional' or 'measured', not {targets!r}")
+    kernels: dict[str, KernelSpec] = {}
+    for i, raw in enumerate(kernels_raw):
+        where = f"{path} [[kernel]] #{i + 1}" + (f" ({raw['id']})" if isinstance(raw.get("id"), str) else "")
+        kernel = _parse_kernel({k: v for k, v in top.items() if k in _INHERITED} | raw, path, where)
+        if kernel.id in kernels:
+            raise SpecError(f"{where}: duplicate id {kernel.id!r}")
+        kernels[kernel.id] = kernel
+    return AssignmentSpec(
+        name=_typed(top, "name", str, f"{path} [assignment]"),
+        path=path,
+        requires_gpu=_typed(top, "requires_gpu", bool, f"{path} [assignment]", default=True),
+        time_budget_s=float(_number(top, "time_budget_s", f"{path} [assignment]", default=10.0, positive=True)),
+        targets=targets,
+        kernels=kernels,
+    )
+
+
+def _parse_kernel(raw: dict, path: Path, where: str) -> KernelSpec:
+    _no_unknown(raw, _KERNEL_KEYS, where)
+    kind = _typed(raw, "kind", str, where)
+    if kind not in kinds():
+        raise SpecError(f"{where}: unknown kind {kind!r}; known kinds: {', '.join(kinds())}")
+    rank = len(problem(kind).shape_names)
+    check_shapes = raw.get("check_shapes")
+    if not isinstance(check_shapes, list) or not check_shapes:
+        raise SpecError(f"{where}: check_shapes must be a non-empty list of shapes")
+    floor = _number(raw, "floor", where)
+    target = _number(raw, "target", where, positive=True)
+    if not 0 <= floor < target:
+        raise SpecError(f"{where}: need 0 <= floor < target, got floor={floor}, target={target}")
+    reference = raw.get("reference")
+    return KernelSpec(
+        id=_typed(raw, "id", str, where),
+        function=_typed(raw, "function", str, where),
+        kind=kind,
+        geometry=make_geometry(_pair(raw, "block", where), _pair(raw, "tile", where), where,
+                               _params(raw.get("params", {}), where)),
+        student_geometry=_typed(raw, "student_geometry", bool, where, default=False),
+        check_shapes=tuple(_shape(s, rank, f"{where} check_shapes") for s in check_shapes),
+        perf_shape=_shape(raw.get("perf_shape"), rank, f"{where} perf_shape"),
+        points_correct=float(_number(raw, "points_correct", where)),
+        points_perf=float(_number(raw, "points_perf", where)),
+        floor=float(floor),
+        target=float(target),
+        reference=(path.parent / _typed(raw, "reference", str, where)).resolve() if reference is not None else None,
+    )
+
+
+def make_geometry(block: tuple[int, int], tile: tuple[int, int], where: str = "geometry",
+                  params: dict[str, int] | None = None) -> Geometry:
+    if min(block) < 1 or min(tile) < 1:
+        raise SpecError(f"{where}: block and tile sizes must be positive, got block={block}, tile={tile}")
+    if block[0] * block[1] > MAX_THREADS:
+        raise SpecError(f"{where}: a block of {block[0]}x{block[1]} threads is more than {MAX_THREADS}")
+    if tile[0] % block[0] or tile[1] % block[1]:
+        raise SpecError(f"{where}: tile {tile[0]}x{tile[1]} must be a multiple of block {block[0]}x{block[1]}")
+    return Geometry(block, tile, tuple(sorted(_params(params or {}, where).items())))
+
+
+_PARAM_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_GEOMETRY_NAMES = {"BLOCK_X", "BLOCK_Y", "TILE_X", "TILE_Y"}
+
+
+def _params(value, where: str) -> dict[str, int]:
+    """A table of compile-time parameters: upper-case NAME = positive int, not a geometry name."""
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: params must be a table of NAME = int, got {value!r}")
+    for name, v in value.items():
+        if not isinstance(name, str) or not _PARAM_NAME.fullmatch(name) or name in _GEOMETRY_NAMES:
+            raise SpecError(f"{where}: parameter name {name!r} must be upper case (A-Z, 0-9, _) and not one of "
+                            f"{sorted(_GEOMETRY_NAMES)}")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise SpecError(f"{where}: parameter {name} must be a positive int, got {v!r}")
+    return dict(value)
+
+
+def resolve_geometry(kernel: KernelSpec, block=None, tile=None, params=None) -> Geometry:
+    """The geometry to launch with: the spec's, or the student's where the spec allows it.
+
+    The student's ``params`` are merged over the spec's (the spec's names only)."""
+    if block is None and tile is None and params is None:
+        return kernel.geometry
+    if not kernel.student_geometry:
+        raise SpecError(f"kernel {kernel.id!r} has a fixed launch geometry (block {kernel.geometry.block}, "
+                        f"tile {kernel.geometry.tile}" + (f", params {dict(kernel.geometry.params)}"
+                                                          if kernel.geometry.params else "")
+                        + "); don't pass block, tile or params")
+    spec_params = dict(kernel.geometry.params)
+    if params is not None:
+        if not isinstance(params, dict):
+            raise SpecError(f"params must be a dict of NAME: int, got {params!r}")
+        unknown = set(params) - set(spec_params)
+        if unknown:
+            raise SpecError(f"kernel {kernel.id!r} has no parameter(s) {sorted(unknown)}; "
+                            f"its parameters: {sorted(spec_params) or 'none'}")
+        spec_params |= params
+    block = tuple(block) if block is not None else kernel.geometry.block
+    tile = tuple(tile) if tile is not None else kernel.geometry.tile
+    if len(block) != 2 or len(tile) != 2 or not all(isinstance(v, int) for v in (*block, *tile)):
+        raise SpecError(f"block and tile must be pairs of ints (x, y), got block={block}, tile={tile}")
+    return make_geometry(block, tile, f"kernel {kernel.id!r}", spec_params)
+
+
+def _no_unknown(table: dict, allowed: set[str], where: str) -> None:
+    unknown = set(table) - allowed
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def _typed(table: dict, key: str, kind: type, where: str, default=None):
+    value = table.get(key, default)
+    if value is None:
+        raise SpecError(f"{where}: missing {key!r}")
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise SpecError(f"{where}: {key!r} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _number(table: dict, key: str, where: str, default=None, positive: bool = False) -> float:
+    value = table.get(key, default)
+    if value is None:
+        raise SpecError(f"{where}: missing {key!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
+        raise SpecError(f"{where}: {key!r} must be a {'positive' if positive else 'non-negative'} number, "
+                        f"got {value!r}")
+    return value
+
+
+def _pair(table: dict, key: str, where: str) -> tuple[int, int]:
+    return _shape(table.get(key), 2, f"{where} {key}")
+
+
+def _shape(value, rank: int, where: str) -> tuple[int, ...]:
+    if (not isinstance(value, list) or len(value) != rank
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise SpecError(f"{where}: expected a list of {rank} positive ints, got {value!r}")
+    return tuple(value)

@@ -1,0 +1,200 @@
+"""Child-process side of puzzle grading: run the student's kernel source on fresh inputs and report.
+
+Request: ``{"puzzle", "source", "kernel_name", "mode": "public"|"hidden", "seed", "target": "sim"|"gpu"}``.
+The source is checked against the numba-CUDA kernel subset (`graders.numba_engine.numba_subset`) before any of it runs;
+outside it, the answer is the check's message and nothing is run. On ``sim`` (numba-cuda's simulator,
+``NUMBA_ENABLE_CUDASIM=1`` set by the parent) every global access is counted per thread and the puzzle's
+access limits are checked; on ``gpu`` only correctness is checked.
+Cases run in order and stop at the first failure, whose message names the case, index, expected and got.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from numba import config, cuda
+
+from graders.numba_engine import catalogue
+from graders.numba_engine.numba_subset import KernelSourceError, validate_kernel_source
+from graders.numba_engine.traced_array import AccessLog, TracedArray
+from graders.numba_engine.puzzle import Case, Puzzle
+
+_shared_arrays: list = []   # the simulator's shared-memory managers made since the last case began
+
+
+def handle(request: dict) -> dict:
+    target = request["target"]
+    if (target == "sim") != bool(config.ENABLE_CUDASIM):
+        raise RuntimeError(f"target {target!r} but NUMBA_ENABLE_CUDASIM={config.ENABLE_CUDASIM}")
+    if target == "sim":
+        _track_shared_memory()
+    puzzle = catalogue.get(request["puzzle"])
+    try:    # defence in depth: the parent checked the source too, but nothing runs here unchecked
+        validate_kernel_source(request["source"])
+    except KernelSourceError as exc:
+        return {"target": target, "cases": [], "error": str(exc)}
+    try:
+        kernel = _load_kernel(request["source"], request["kernel_name"])
+    except Exception as exc:
+        return {"target": target, "cases": [], "error": f"your cell does not run: {_describe(exc)}"}
+    rng = np.random.default_rng(request["seed"])
+    results = []
+    for case in puzzle.cases(request["mode"]):
+        result = _run_case(puzzle, kernel, case, rng, target)
+        results.append(result)
+        if not result["correct"]:
+            break
+    return {"target": target, "cases": results}
+
+
+def _load_kernel(source: str, name: str):
+    namespace: dict = {"__name__": "student_cell"}
+    exec(compile(source, "<your kernel cell>", "exec"), namespace)
+    kernel = namespace[name]
+    if not hasattr(kernel, "py_func"):
+        raise TypeError(f"{name} is not decorated with @cuda.jit")
+    return kernel
+
+
+def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator, target: str) -> dict:
+    inputs = puzzle.make_inputs(case, rng)
+    expected = puzzle.expected(case, inputs)
+    out = np.full(case.out, np.nan, dtype=np.float32)      # poisoned: an unwritten cell stays NaN
+    result = {"case": case.describe(), "correct": False, "message": "", "violations": []}
+    log = AccessLog()
+    _shared_arrays.clear()
+    try:
+        names = _argument_names(kernel, 1 + len(inputs) + len(case.scalars))
+        if target == "sim":
+            arrays = [TracedArray(n, x, log) for n, x in zip(names, [out, *inputs])]
+            kernel[case.blocks, case.threads](*arrays, *case.scalars)
+        else:
+            out = _launch_on_gpu(kernel, case, out, inputs, names)
+    except Exception as exc:
+        result["message"] = f"the kernel failed: {_describe(exc)}"
+        return result
+    wrong = _compare(out, expected)
+    if wrong:
+        result["message"] = wrong
+        return result
+    result["correct"] = True
+    if target == "sim":
+        result["violations"] = _limit_violations(puzzle, case, log)
+    return result
+
+
+GUARD = 16   # guard elements around each GPU array along every axis: catch out-of-bounds accesses
+READ_POISON = np.array([0x7FC0DEAD], dtype=np.uint32).view(np.float32)[0]   # a NaN: reads past inputs
+WRITE_SENTINEL = np.float32(-1.2345e37)                                      # writes past `out` change it
+
+
+def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray],
+                   names: list[str]) -> np.ndarray:
+    """Launch on the GPU with every array inside a guard band, checked bit for bit afterwards.
+
+    Input bands hold NaN, so an out-of-bounds read gives a wrong answer; the output's band holds a finite
+    sentinel, so any out-of-bounds write (NaN included) shows, as it does in the simulator.
+    """
+    arrays = [out, *inputs]
+    hosts = [_guarded(x, WRITE_SENTINEL if k == 0 else READ_POISON) for k, x in enumerate(arrays)]
+    devices = [cuda.to_device(h) for h in hosts]
+    views = [d[_interior(x.shape)] for d, x in zip(devices, arrays)]
+    kernel[case.blocks, case.threads](*views, *case.scalars)
+    cuda.synchronize()
+    for name, device, host in zip(names, devices, hosts):
+        if where := guard_violation(host, device.copy_to_host()):
+            shape = tuple(n - 2 * GUARD for n in host.shape)
+            raise IndexError(f"out-of-bounds write to {name}[{', '.join(map(str, where))}] (shape {shape})")
+    return views[0].copy_to_host()
+
+
+def guard_violation(before: np.ndarray, after: np.ndarray) -> tuple[int, ...] | None:
+    """The first guard-band position (as an index of the inner array) whose bits changed, if any."""
+    band = np.ones(before.shape, dtype=bool)
+    band[tuple(slice(GUARD, n - GUARD) for n in before.shape)] = False
+    changed = band & (before.view(np.uint32) != after.view(np.uint32))
+    if not changed.any():
+        return None
+    return tuple(int(i) - GUARD for i in np.argwhere(changed)[0])
+
+
+def _interior(shape: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(GUARD, GUARD + n) for n in shape)
+
+
+def _guarded(x: np.ndarray, fill: np.float32) -> np.ndarray:
+    big = np.full(tuple(n + 2 * GUARD for n in x.shape), fill, dtype=x.dtype)
+    big[_interior(x.shape)] = x
+    return big
+
+
+def _argument_names(kernel, count: int) -> list[str]:
+    params = list(inspect.signature(kernel.py_func).parameters)
+    if len(params) != count:
+        raise TypeError(f"{kernel.py_func.__name__} takes {len(params)} argument(s) ({', '.join(params)}) but the "
+                f"grader launches it with {count}: keep the signature of the stub")
+    return params
+
+
+def _compare(out: np.ndarray, expected: np.ndarray) -> str:
+    """Empty when correct; otherwise the first wrong position, expected vs got."""
+    unwritten = np.isnan(out) & ~np.isnan(expected)
+    if unwritten.any():
+        idx = _first(unwritten)
+        return (f"out[{idx}] was never written (still NaN), expected {expected[idx]:g}"
+                f" ({int(unwritten.sum())} of {out.size} positions unwritten)")
+    wrong = ~np.isclose(out, expected, rtol=1e-5, atol=1e-5)
+    if wrong.any():
+        idx = _first(wrong)
+        return (f"out[{idx}] = {out[idx]:g}, expected {expected[idx]:g}"
+                f" ({int(wrong.sum())} of {out.size} positions wrong)")
+    return ""
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...] | int:
+    idx = tuple(int(i) for i in np.argwhere(mask)[0])
+    return idx[0] if len(idx) == 1 else idx
+
+
+def _limit_violations(puzzle: Puzzle, case: Case, log: AccessLog) -> list[str]:
+    limits, found = puzzle.limits, []
+    for table, limit, what in ((log.reads, limits.max_reads(case), "global reads"),
+                               (log.writes, limits.writes, "global writes")):
+        over = {key: n for key, n in table.items() if n > limit}
+        if over:
+            (block, thread), n = max(over.items(), key=lambda kv: kv[1])
+            found.append(f"thread {thread} of block {block} made {n} {what}; the limit is {limit} "
+                         f"per thread ({len(over)} thread(s) over it)")
+    if limits.block_writes is not None:
+        over = {b: n for b, n in log.block_writes().items() if n > limits.block_writes}
+        if over:
+            block, n = max(over.items(), key=lambda kv: kv[1])
+            found.append(f"block {block} made {n} global writes; the limit is {limits.block_writes} "
+                         "per block")
+    if limits.shared_memory and not any(s._allocations for s in _shared_arrays):
+        found.append("the kernel never allocates shared memory (cuda.shared.array); this puzzle asks "
+                     "for it")
+    return found
+
+
+def _track_shared_memory() -> None:
+    """Note each launch's ``cuda.shared`` manager, whose allocations show whether shared memory was used.
+
+    (Wrapping ``cuda.shared.array`` itself would break the simulator, which tells allocations apart by
+    the line of their caller.)"""
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+
+    original = FakeCUDAShared.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        _shared_arrays.append(self)
+
+    FakeCUDAShared.__init__ = init
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, NotImplementedError):
+        text += " (the stub is untouched: replace `raise NotImplementedError()` with your code)"
+    return text

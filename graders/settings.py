@@ -1,0 +1,85 @@
+"""Where the course's files are, and every ``WORKSHOP_*`` setting, read in one place.
+
+Paths are under the checkout this package is in (``ROOT``), or under ``WORKSHOP_ROOT`` when it is set:
+
+- ``tracks/<name>/``: one folder per track (see `graders.tracks`);
+- ``assignments/<name>/<name>.ipynb``: the nbgrader source notebook built from the track (nbgrader's
+  ``source_directory``; everything in it is released, so it holds nothing but the notebook);
+- ``benchmarks/results/``: measured numbers, one file per GPU run.
+
+Settings (environment variables):
+
+- ``WORKSHOP_ROOT``: the checkout to read tracks from (default: this package's);
+- ``WORKSHOP_TARGET``: ``sim`` or ``gpu`` forces where numba kernels run (default: the GPU when found);
+- ``WORKSHOP_GPU=0``: behave as if there were no GPU;
+- ``WORKSHOP_KERNEL_TIMEOUT``: seconds a grading child may run (default 30);
+- ``WORKSHOP_CELL_TIMEOUT``: seconds a notebook cell may run during autograde (default 120);
+- ``WORKSHOP_SANDBOX=off``, ``WORKSHOP_BWRAP`` and ``WORKSHOP_SANDBOX_CGROUPS=off``: see `graders.sandbox.run`
+  and `graders.sandbox.confine` (which reads the last itself: it runs without this package);
+- ``WORKSHOP_PERF_BUDGET_S``: seconds of timed runs per CUDA kernel (default: the spec's budget);
+- ``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM``: the SASS tools to use;
+- ``WORKSHOP_GRADEBOOK_URL``: the gradebook's database URL (default: ``sqlite:///gradebook.db``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def root() -> Path:
+    return Path(os.environ.get("WORKSHOP_ROOT", PACKAGE_ROOT))
+
+
+ROOT = root()
+TRACKS = ROOT / "tracks"
+ASSIGNMENTS = ROOT / "assignments"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def kernel_timeout_s() -> float:
+    return float(os.environ.get("WORKSHOP_KERNEL_TIMEOUT", "30"))
+
+
+def cell_timeout_s() -> int:
+    return int(os.environ.get("WORKSHOP_CELL_TIMEOUT", "120"))
+
+
+def forced_target() -> str | None:
+    """``sim`` or ``gpu`` when ``WORKSHOP_TARGET`` forces where numba kernels run, else None."""
+    value = os.environ.get("WORKSHOP_TARGET")
+    return value if value in ("sim", "gpu") else None
+
+
+def gpu_disabled() -> bool:
+    return os.environ.get("WORKSHOP_GPU") == "0"
+
+
+def sandbox_enabled() -> bool:
+    """False only when ``WORKSHOP_SANDBOX=off``."""
+    return os.environ.get("WORKSHOP_SANDBOX", "").strip().lower() != "off"
+
+
+def bwrap_binary() -> str | None:
+    """``WORKSHOP_BWRAP``, else ``bwrap`` on PATH, else None."""
+    return os.environ.get("WORKSHOP_BWRAP") or shutil.which("bwrap")
+
+
+def perf_budget_s(default: float) -> float:
+    """Seconds of timed runs per kernel: ``WORKSHOP_PERF_BUDGET_S`` when it is a positive number."""
+    text = os.environ.get("WORKSHOP_PERF_BUDGET_S", "").strip()
+    try:
+        return float(text) if text and float(text) > 0 else default
+    except ValueError:
+        return default
+
+
+def tool_override(name: str) -> str | None:
+    """``WORKSHOP_CUOBJDUMP`` or ``WORKSHOP_NVDISASM``: a binary to use instead of the one found."""
+    return os.environ.get(f"WORKSHOP_{name.upper()}") or None
+
+
+def gradebook_url() -> str:
+    return os.environ.get("WORKSHOP_GRADEBOOK_URL", "sqlite:///gradebook.db")

@@ -1,0 +1,119 @@
+"""Tracks: one folder per assignment, ``tracks/<name>/``, and nothing about a track anywhere else.
+
+A track folder holds:
+
+- ``spec.toml``: what is graded and how (``[assignment]``: ``name`` = the folder's name, ``engine``: ``numba``
+  or ``cuda``; cases, seeds, tolerances, targets, points; the engine's docstring lists the keys);
+- ``problem.py``, when the track brings problems of its own: numba puzzles (``PUZZLES``) or CUDA problem
+  kinds (``PROBLEMS``, registered with the CUDA engine from here);
+- ``notebook.py``: ``build() -> NotebookNode``, the nbgrader source notebook (written to
+  ``assignments/<name>/<name>.ipynb`` by ``workshop build``; a test fails when the committed one is stale);
+- ``solutions/``: the reference solution, and in ``solutions/wrong/`` known-wrong ones, each with the points
+  it must get on an ``expect:`` line (`expected_points`). Solutions never enter a release or a sandbox.
+
+Only ``spec.toml``, ``structure.toml`` and ``problem.py`` are visible to sandboxed grading children
+(`GRADER_FILES`).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from graders import settings
+
+GRADER_FILES = ("spec.toml", "structure.toml", "problem.py")
+ENGINES = ("numba", "cuda")
+_EXPECT = re.compile(r"^(?:#|//) expect: (.*)$", re.MULTILINE)
+
+
+class TrackError(ValueError):
+    """A track folder is missing a part or is malformed; the message says which."""
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    folder: Path
+    engine: str
+
+    @property
+    def spec_path(self) -> Path:
+        return self.folder / "spec.toml"
+
+    @property
+    def solutions(self) -> Path:
+        return self.folder / "solutions"
+
+    @property
+    def notebook_path(self) -> Path:
+        """The nbgrader source notebook built from this track."""
+        return settings.ASSIGNMENTS / self.name / f"{self.name}.ipynb"
+
+    def wrong_solutions(self) -> list[Path]:
+        folder = self.solutions / "wrong"
+        return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+    def problem_module(self) -> ModuleType | None:
+        """The track's ``problem.py``, imported once, or None when the track brings no problems."""
+        return _import(self.folder / "problem.py", f"tracks.{self.name}.problem")
+
+    def build_notebook(self):
+        """The source notebook as the track's ``notebook.py`` builds it (an nbformat NotebookNode)."""
+        module = _import(self.folder / "notebook.py", f"tracks.{self.name}.notebook")
+        if module is None:
+            raise TrackError(f"{self.folder}: no notebook.py")
+        return module.build()
+
+
+def expected_points(path: Path) -> dict[str, float]:
+    """The points a known-wrong solution must get, from its ``expect:`` line (``# expect: zip_correct=0``
+    in a cell file, ``// expect: tiled_score=1`` in CUDA source): test cell grade_id = points."""
+    match = _EXPECT.search(path.read_text())
+    if not match:
+        raise TrackError(f"{path} has no 'expect:' line")
+    return {k: float(v) for k, v in (item.split("=") for item in match.group(1).split())}
+
+
+@functools.cache
+def _import(path: Path, name: str) -> ModuleType | None:
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read(folder: Path) -> Track:
+    spec = folder / "spec.toml"
+    try:
+        top = tomllib.loads(spec.read_text()).get("assignment", {})
+    except FileNotFoundError:
+        raise TrackError(f"{folder}: a track needs a spec.toml") from None
+    engine = top.get("engine")
+    if engine not in ENGINES:
+        raise TrackError(f"{spec} [assignment]: engine must be one of {ENGINES}, got {engine!r}")
+    if top.get("name") != folder.name:
+        raise TrackError(f"{spec} [assignment]: name must be the folder's name {folder.name!r}")
+    return Track(folder.name, folder, engine)
+
+
+def all_tracks(root: Path | None = None) -> list[Track]:
+    """Every track folder under ``tracks/``, by name."""
+    base = root or settings.TRACKS
+    return [_read(f) for f in sorted(base.iterdir()) if f.is_dir() and not f.name.startswith((".", "_"))]
+
+
+def get(name: str) -> Track:
+    folder = settings.TRACKS / name
+    if not folder.is_dir():
+        known = ", ".join(t.name for t in all_tracks())
+        raise TrackError(f"no track {name!r} (no folder {folder}); tracks: {known}")
+    return _read(folder)
