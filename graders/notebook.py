@@ -1,0 +1,78 @@
+"""The one notebook builder: cells with nbgrader's metadata, for the tracks' ``notebook.py`` files.
+
+A track's ``notebook.py`` defines ``build() -> NotebookNode`` from its spec and solutions with these
+helpers; ``workshop build`` writes the result to ``assignments/<name>/<name>.ipynb``. nbgrader reads the
+metadata back with `nbgrader.utils` (``is_grade``, ``is_solution``, ``is_locked``).
+"""
+from __future__ import annotations
+
+import re
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+SCHEMA_VERSION = 3   # nbgrader's cell metadata schema
+
+
+def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
+              points: float | None = None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": SCHEMA_VERSION,
+            "solution": solution, "task": False}
+    if points is not None:
+        meta["points"] = float(points)
+    return {"nbgrader": meta}
+
+
+def markdown(text: str) -> nbformat.NotebookNode:
+    return new_markdown_cell(text)
+
+
+def solution(source: str, grade_id: str) -> nbformat.NotebookNode:
+    """A cell the student edits: nbgrader replaces what is between its solution markers with a stub."""
+    return new_code_cell(source, metadata=_nbgrader(grade_id, solution=True))
+
+
+def locked(source: str, grade_id: str) -> nbformat.NotebookNode:
+    """A read-only cell the student runs (set-up, self-checks)."""
+    return new_code_cell(source, metadata=_nbgrader(grade_id, locked=True))
+
+
+def hidden_test(call: str, grade_id: str, points: float, what: str) -> nbformat.NotebookNode:
+    """A graded cell: one call to a registered hidden test (`graders.hidden_tests`), hidden from students."""
+    plural = "" if points == 1 else "s"
+    source = (f"# Hidden test: {what} ({points:g} point{plural})\n### BEGIN HIDDEN TESTS\n{call}\n"
+              "### END HIDDEN TESTS")
+    return new_code_cell(source, metadata=_nbgrader(grade_id, grade=True, locked=True, points=points))
+
+
+def notebook(cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                               "language": "python"},
+                                "language_info": {"name": "python"}})
+    nb.cells = cells
+    return nb
+
+
+def cuda_solution_source(variable: str, reference: str) -> str:
+    """``<variable> = r\"\"\"...\"\"\"``: a CUDA reference file as a solution cell, the body of its ``extern "C"``
+    kernel between nbgrader's solution markers (leading ``//`` comment lines dropped)."""
+    lines = reference.rstrip("\n").split("\n")
+    while lines and lines[0].startswith("//"):
+        lines.pop(0)
+    start = next(i for i, line in enumerate(lines) if line.startswith('extern "C"'))
+    open_at = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("{"))
+    close_at = max(i for i, line in enumerate(lines) if line.rstrip() == "}")
+    body = [*lines[:open_at + 1], "### BEGIN SOLUTION", *lines[open_at + 1:close_at], "### END SOLUTION",
+            *lines[close_at:]]
+    return f'{variable} = r"""\n' + "\n".join(body) + '\n"""'
+
+
+def leading_comment(reference: str) -> str:
+    """The ``//`` comment lines a CUDA reference starts with, as one paragraph (``- `` bullets kept)."""
+    parts = []
+    for line in reference.split("\n"):
+        if not line.startswith("//"):
+            break
+        text = line[2:].strip()
+        parts.append(("\n" + text) if text.startswith("- ") else text)
+    return re.sub(r"[ \t]+", " ", " ".join(parts)).strip()
