@@ -1,6 +1,7 @@
 """nbgrader configuration: the repository root is the course directory.
 
-Source notebooks live in assignments/<name>/; `nbgrader generate_assignment <name>` writes release/,
+Source notebooks live in assignments/<name>/ (written by `workshop build` from tracks/<name>/; nothing else
+lives there, since nbgrader releases the whole folder); `nbgrader generate_assignment <name>` writes release/,
 submissions go under submitted/<student>/<name>/, and `nbgrader autograde <name>` writes autograded/.
 """
 from graders import settings

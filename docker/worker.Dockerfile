@@ -15,12 +15,11 @@ ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /opt/kernel-workshop
 COPY pyproject.toml README.md ./
-COPY puzzles puzzles
 COPY graders graders
 COPY gradebook gradebook
 COPY workshop workshop
+COPY tracks tracks
 COPY assignments assignments
-COPY solutions solutions
 # torch's CUDA build (the worker needs it for buffers and the cuBLAS baseline), then the package itself.
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cu130 \
     && pip install --no-cache-dir -e .

@@ -102,7 +102,7 @@ def _expected(name: str) -> dict[str, float]:
 
 
 def _grader_files() -> list[Path]:
-    return sorted([*ROOT.glob("graders/*.py"), *ROOT.glob("puzzles/*.py"), ROOT / "nbgrader_config.py"])
+    return sorted([*ROOT.glob("graders/**/*.py"), *ROOT.glob("tracks/*/*.py"), ROOT / "nbgrader_config.py"])
 
 
 @pytest.mark.parametrize("attack", ["hostile", "killers"])

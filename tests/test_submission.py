@@ -47,7 +47,7 @@ def test_a_cell_the_student_added_and_the_notebook_namespace_are_never_read():
 
 
 @pytest.mark.parametrize("source", [
-    "naive_src = open('/work/main/solutions/transpose/naive.cu').read()",
+    "naive_src = open('/work/main/tracks/transpose/solutions/naive.cu').read()",
     "naive_src = HEADER + 'body'",
     "naive_src = __import__('os').getenv('X')",
     "naive_src = f'{x}'",

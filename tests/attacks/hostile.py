@@ -52,7 +52,7 @@ for path in ["$COURSE/gradebook.db", "gradebook.db", *glob.glob("/*/*/gradebook.
 # Change the grader's own files, so that this submission and every later one passes.
 import pathlib
 
-for path in ["$ROOT/graders/puzzle_child.py", "$ROOT/graders/puzzle_grade.py", "$ROOT/graders/autograde.py",
+for path in ["$ROOT/graders/numba_engine/child.py", "$ROOT/graders/numba_engine/grade.py", "$ROOT/graders/autograde.py",
              "$ROOT/nbgrader_config.py", "$COURSE/nbgrader_config.py", "$ROOT/tracks/puzzles/problem.py"]:
     try:
         with open(path, "a") as f:
@@ -77,7 +77,7 @@ if os.fork() == 0:
 # Send the solutions and another student's notebook out over the network.
 import socket
 
-for path in ["$ROOT/solutions/puzzles/reference.py", "$COURSE/submitted/victim/puzzles/puzzles.ipynb",
+for path in ["$ROOT/tracks/puzzles/solutions/reference.py", "$COURSE/submitted/victim/puzzles/puzzles.ipynb",
              "$ROOT/assignments/puzzles/puzzles.ipynb"]:
     try:
         print("read", path, open(path).read()[:200])
