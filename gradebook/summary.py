@@ -6,6 +6,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 from nbgrader.api import Gradebook
+from nbgrader.utils import is_grade
 
 
 def cell_scores(db_url: str, assignment: str) -> pd.DataFrame:
@@ -33,12 +34,12 @@ def failure_messages(autograded: Path) -> dict[str, str]:
     nb = nbformat.read(str(autograded), as_version=4)
     messages = {}
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade") or cell.cell_type != "code":
+        if not is_grade(cell) or cell.cell_type != "code":
             continue
+        grade_id = cell.metadata.nbgrader["grade_id"]
         for out in cell.get("outputs", []):
             if out.output_type == "error":
-                messages[meta["grade_id"]] = f"{out.ename}: {out.evalue}"
+                messages[grade_id] = f"{out.ename}: {out.evalue}"
             elif out.output_type == "stream" and out.name == "stderr":
-                messages[meta["grade_id"]] = f"stderr output (scored 0): {out.text.strip()[:200]}"
+                messages[grade_id] = f"stderr output (scored 0): {out.text.strip()[:200]}"
     return messages

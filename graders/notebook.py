@@ -45,6 +45,23 @@ def hidden_test(call: str, grade_id: str, points: float, what: str) -> nbformat.
     return new_code_cell(source, metadata=_nbgrader(grade_id, grade=True, locked=True, points=points))
 
 
+def cuda_kernel_cells(assignment: str, kernel, *, extra: str = "", launch: str = "",
+                      score_call: str | None = None) -> list[nbformat.NotebookNode]:
+    """One CUDA kernel's cells after its statement: the solution cell (``<id>_src``, its reference as
+    `cuda_solution_source`, then the ``extra`` lines), the read-only ``<id>_check`` cell (compiles, no GPU
+    needed) and the hidden ``<id>_score`` cell (correctness and speed).
+
+    ``kernel`` is the spec's `graders.cuda_engine.spec.KernelSpec`; ``launch`` is appended to the arguments of
+    both calls (``", block=best_block"``); ``score_call`` replaces the hidden test's ``score(...)`` call.
+    """
+    kid = kernel.id
+    source = cuda_solution_source(f"{kid}_src", kernel.reference.read_text()) + (f"\n{extra}" if extra else "")
+    call = score_call or f"score({assignment!r}, {kid!r}, {kid}_src{launch})"
+    return [solution(source, kid),
+            locked(f"check_compiles({assignment!r}, {kid!r}, {kid}_src{launch})", f"{kid}_check"),
+            hidden_test(call, f"{kid}_score", kernel.points, "correctness and speed")]
+
+
 def notebook(cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
     nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                "language": "python"},
@@ -68,11 +85,14 @@ def cuda_solution_source(variable: str, reference: str) -> str:
 
 
 def leading_comment(reference: str) -> str:
-    """The ``//`` comment lines a CUDA reference starts with, as one paragraph (``- `` bullets kept)."""
-    parts = []
+    """The ``//`` comment lines a CUDA reference starts with, as markdown: one paragraph, each ``- `` bullet
+    on a line of its own."""
+    parts = [[]]
     for line in reference.split("\n"):
         if not line.startswith("//"):
             break
         text = line[2:].strip()
-        parts.append(("\n" + text) if text.startswith("- ") else text)
-    return re.sub(r"[ \t]+", " ", " ".join(parts)).strip()
+        if text.startswith("- "):
+            parts.append([])
+        parts[-1].append(text)
+    return "\n".join(re.sub(r"\s+", " ", " ".join(part)).strip() for part in parts)

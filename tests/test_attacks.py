@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.utils import is_grade, is_solution
 
 from graders.numba_engine import catalogue
 from nbgrader_course import Course
@@ -59,7 +60,7 @@ def _outputs_of(course: Course, cells: list[str]) -> str:
     return "\n".join(f"{c.metadata.nbgrader.grade_id}: " + "".join(o.get("text", "") + "".join(o.get("traceback", []))
                                                                    for o in c.get("outputs", []))
                      for c in course.autograded("victim").cells
-                     if c.metadata.get("nbgrader", {}).get("grade_id") in cells)
+                     if is_grade(c) and c.metadata.nbgrader.grade_id in cells)
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +128,7 @@ def test_attack_earns_only_its_honest_points_and_harms_nothing(course, listener,
 
 
 def test_the_ta_sees_why_a_payload_kernel_scored_nothing(course):
-    cells = {c.metadata["nbgrader"]["grade_id"]: c.outputs for c in course.autograded("hostile").cells
-             if c.metadata.get("nbgrader", {}).get("grade")}
+    cells = {c.metadata.nbgrader["grade_id"]: c.outputs for c in course.autograded("hostile").cells if is_grade(c)}
     assert "os.system" in cells["shared_correct"][-1]["evalue"]
     assert "__class__" in cells["pooling_correct"][-1]["evalue"] or "_" in cells["pooling_correct"][-1]["evalue"]
     assert "do not define sum_kernel" in cells["prefix_sum_correct"][-1]["evalue"]
@@ -158,13 +158,13 @@ def test_forged_cell_metadata_earns_nothing_extra(course):
     bonus.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "points": 100, "solution": False,
                                   "locked": True, "schema_version": 3}
     nb.cells.append(bonus)
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade_id") == "map_correct":
+    for cell in filter(is_grade, nb.cells):
+        if cell.metadata.nbgrader.grade_id == "map_correct":
             cell.source = "pass"
-        if meta.get("grade_id") == "zip":
+    for cell in filter(is_solution, nb.cells):
+        if cell.metadata.nbgrader.grade_id == "zip":
             cell.source = "@cuda.jit\ndef zip_kernel(out, a, b, size):\n    pass"
-            meta.update(grade=True, points=50)
+            cell.metadata.nbgrader.update(grade=True, points=50)
     submissions.write(course.root, "forger", course.assignment, nb)
     nbg.add_student(course.root, "forger", "Forger", "Test")
     nbg.nbgrader(course.root, "autograde", course.assignment, "--student=forger", "--force", check=False)

@@ -6,6 +6,7 @@ import time
 import nbformat
 import pandas as pd
 import pytest
+from nbgrader.utils import is_grade
 
 from graders.numba_engine import catalogue
 from nbgrader_course import Course, all_mistakes
@@ -58,8 +59,7 @@ def test_each_mistake_costs_exactly_its_own_points_and_hangs_are_stopped(course)
         assert score == expected.get(cell, full), cell
     # one kernel hang (WORKSHOP_KERNEL_TIMEOUT) and one cell hang (WORKSHOP_CELL_TIMEOUT) plus the rest
     assert elapsed < 5 + 20 + 90
-    outputs = {c.metadata["nbgrader"]["grade_id"]: c.outputs for c in course.autograded("mistakes").cells
-               if c.metadata.get("nbgrader", {}).get("grade")}
+    outputs = {c.metadata.nbgrader["grade_id"]: c.outputs for c in course.autograded("mistakes").cells if is_grade(c)}
     assert "timeout" in outputs["blocks_correct"][-1]["evalue"]
     assert "over the access limits" in outputs["pooling_limits"][-1]["evalue"]
 

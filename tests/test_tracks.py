@@ -1,27 +1,127 @@
-"""Every track folder is whole: a valid spec, its notebook.py, its solutions, and a committed notebook that is
-exactly what `workshop build` writes."""
+"""Every track folder is whole and its notebook is right: a spec its engine reads, its notebook.py, its
+solutions; a committed notebook that is exactly what `workshop build` writes, whose graded cells are the
+spec's; and a release (real ``nbgrader generate_assignment``) with no solution and no hidden test in it."""
 from __future__ import annotations
 
+import re
+import tomllib
+
+import nbformat
 import pytest
+from nbgrader.utils import is_grade, is_locked, is_solution
 
 from graders import tracks
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.structure import load_structure
+from graders.numba_engine import catalogue
+from workshop import course as nbg
 from workshop import notebooks
+from workshop.cells import read_cells, strip_solution_markers
 
 TRACKS = tracks.all_tracks()
+by_name = pytest.mark.parametrize("track", TRACKS, ids=lambda t: t.name)
+# What nbgrader removes from a release: the lines between solution or hidden-test markers
+_SECRET = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t]*### END \1[ \t]*$",
+                     re.MULTILINE | re.DOTALL)
+
+
+def _cells(track: tracks.Track) -> dict[str, nbformat.NotebookNode]:
+    """The committed notebook's nbgrader cells, by grade_id."""
+    nb = nbformat.read(str(track.notebook_path), as_version=4)
+    return {c.metadata.nbgrader["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
+
+
+def _points(track: tracks.Track) -> dict[str, float]:
+    """What the spec says each graded cell is worth, by grade_id."""
+    if track.engine == "numba":
+        spec = tomllib.loads(track.spec_path.read_text())["assignment"]
+        return {f"{p.id}_{part}": float(spec[f"points_{part}"])
+                for p in track.problem_module().PUZZLES for part in ("correct", "limits")}
+    points = {f"{kid}_score": k.points for kid, k in load_spec(track.name).kernels.items()}
+    if (track.folder / "structure.toml").is_file():
+        structure = load_structure(track.name)
+        points |= {c.id: c.points for c in structure.checks.values()}
+        if structure.autotune:
+            points[structure.autotune.check_id] = structure.autotune.points
+    return points
+
+
+def _answers(track: tracks.Track) -> dict[str, str]:
+    """What each solution cell holds once nbgrader's markers are stripped, by grade_id: the reference."""
+    if track.engine == "numba":
+        cells = read_cells(track.solutions / "reference.py")
+        return {p.id: strip_solution_markers(cells[p.id]) for p in track.problem_module().PUZZLES}
+    answers = {}
+    for kid, kernel in load_spec(track.name).kernels.items():
+        lines = kernel.reference.read_text().rstrip("\n").split("\n")
+        answers[kid] = "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith("//")):])
+    return answers
 
 
 def test_there_are_tracks_of_both_engines():
     assert {t.engine for t in TRACKS} == set(tracks.ENGINES)
 
 
-@pytest.mark.parametrize("track", TRACKS, ids=lambda t: t.name)
+@by_name
 def test_track_has_every_part(track):
+    if track.engine == "cuda":
+        spec = load_spec(track.name)
+        assert spec.kernels and all(k.reference.is_file() for k in spec.kernels.values())
+    else:
+        puzzles = track.problem_module().PUZZLES
+        assert puzzles and all(catalogue.get(p.id) is p for p in puzzles)
+        assert (track.solutions / "reference.py").is_file()
     assert (track.folder / "notebook.py").is_file(), f"{track.folder}: no notebook.py"
     assert track.solutions.is_dir(), f"{track.folder}: no solutions/"
+    graded = {gid for gid, cell in _cells(track).items() if is_grade(cell)}
     for wrong in track.wrong_solutions():
-        assert "expect:" in wrong.read_text(), f"{wrong}: no expect: line"
+        expected = tracks.expected_points(wrong)
+        assert expected and set(expected) <= graded, f"{wrong}: its expect: line names no graded cell of the notebook"
 
 
-@pytest.mark.parametrize("track", TRACKS, ids=lambda t: t.name)
+@by_name
 def test_committed_notebook_is_what_workshop_build_writes(track):
     assert not notebooks.is_stale(track), f"{track.notebook_path} is stale: run `workshop build {track.name}`"
+
+
+@by_name
+def test_graded_cells_are_the_specs(track):
+    cells = _cells(track)
+    graded = {gid: cell.metadata.nbgrader["points"] for gid, cell in cells.items() if is_grade(cell)}
+    assert graded == _points(track)
+    assert all(is_locked(cell) and "### BEGIN HIDDEN TESTS" in cell.source
+               for cell in cells.values() if is_grade(cell))
+
+
+@by_name
+def test_solution_cells_hold_the_reference(track):
+    cells = _cells(track)
+    answers = _answers(track)
+    assert {gid for gid, cell in cells.items() if is_solution(cell)} == set(answers)
+    for gid, answer in answers.items():
+        assert "### BEGIN SOLUTION" in cells[gid].source, gid
+        assert answer in strip_solution_markers(cells[gid].source), gid
+        assert is_locked(cells[f"{gid}_check"]), f"{gid}: no read-only self-check cell"
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    return nbg.make_course(tmp_path_factory.mktemp("tracks-course"), [t.name for t in TRACKS])
+
+
+@pytest.mark.slow
+@by_name
+def test_release_holds_no_solution_and_no_hidden_test(track, course):
+    release = nbg.release(course, track.name)
+    folder = course / "release" / track.name
+    assert [p.relative_to(folder).as_posix() for p in folder.rglob("*")] == [track.notebook_path.name]
+    text = "\n".join(cell.source for cell in release.cells)
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    source = "\n".join(cell.source for cell in nbformat.read(str(track.notebook_path), as_version=4).cells)
+    secret = {line for m in _SECRET.finditer(source) for line in m.group(2).splitlines() if line.strip()}
+    public = set(_SECRET.sub("", source).splitlines())
+    assert secret - public
+    leaked = (secret - public) & set(text.splitlines())
+    assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
+    stubs = [c for c in release.cells if is_solution(c)]
+    assert stubs and all("raise NotImplementedError()" in c.source for c in stubs)

@@ -5,6 +5,7 @@ import copy
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import is_solution
 
 from workshop.cells import read_cells, strip_solution_markers
 
@@ -18,8 +19,8 @@ def fill(release: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.No
     """A copy of ``release`` whose solution cells named in ``answers`` (by grade_id) hold those sources."""
     nb = copy.deepcopy(release)
     unknown = set(answers)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    for cell in filter(is_solution, nb.cells):
+        grade_id = cell.metadata.nbgrader["grade_id"]
         if grade_id in answers:
             cell.source = answers[grade_id]
             unknown.discard(grade_id)
@@ -82,8 +83,7 @@ def gemm_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
     nbgrader's markers removed), except that the kernels in ``sources`` (kernel id -> CUDA source) are handed
     in instead."""
     nb = nbformat.read(str(GEMM_NOTEBOOK), as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: strip_solution_markers(c.source)
-               for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    answers = {c.metadata.nbgrader["grade_id"]: strip_solution_markers(c.source) for c in nb.cells if is_solution(c)}
     for kid, source in (sources or {}).items():
         if kid not in answers:
             raise KeyError(f"no solution cell {kid!r} in {GEMM_NOTEBOOK.name}")

@@ -1,28 +1,23 @@
-"""Build the GEMM worklog's nbgrader source notebook from the reference kernels and the spec.
-
-    python solutions/gemm/build_notebook.py          # writes assignments/gemm/gemm.ipynb
-    python solutions/gemm/build_notebook.py --check  # exit 1 if the committed notebook is stale
+"""The GEMM worklog's nbgrader source notebook, built from spec.toml, structure.toml and the reference kernels.
 
 Per kernel (in spec order): a markdown cell (the step: the reference's leading comment, the launch, the
 sizes it must handle, the speed curve), the solution cell (``<id>_src = r\"\"\"...\"\"\"``: the reference with
 its kernel body between nbgrader's solution markers), a read-only ``<id>_check`` cell (compiles, no GPU
 needed), the hidden ``<id>_score`` cell, and hidden structural cells (``<id>_sass``, ``autotuned_search``)
-where structure.toml has them. Edit the .cu files, spec.toml or this script, never the notebook.
+where structure.toml has them.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import nbformat
 
-from graders.cuda_engine.spec import load_spec  # noqa: E402
-from graders.cuda_engine.structure import load_structure  # noqa: E402
+from graders import notebook as nb
+from graders.cuda_engine.sass import REQUIREMENTS
+from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
+from graders.cuda_engine.structure import load_structure
 
-NOTEBOOK = ROOT / "assignments/gemm/gemm.ipynb"
 MULTIPLE_NOTE = ("**Sizes:** M is a multiple of {m}, N of {n} and K of 32 (no bounds checks needed; "
                  "every float4 is 16-byte aligned).")
 ANY_NOTE = "**Sizes:** any M, N, K, including ones that are not multiples of the tile, and 1 x 1 x 1."
@@ -84,124 +79,52 @@ AUTOTUNE_SPACE = {"BM": [64, 128], "BN": [64, 128], "BK": [8, 16], "TM": [4, 8],
 AUTOTUNE_CHOICE = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
 
 
-def markdown(text: str) -> dict:
-    return {"cell_type": "markdown", "metadata": {}, "source": _lines(text)}
+def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list, tuned: bool) -> str:
+    """The step's markdown: title and prose from the reference's leading comment, then launch, sizes, speed
+    and structure lines from the spec."""
+    title, _, rest = nb.leading_comment(kernel.reference.read_text()).partition(": ")
+    title = re.sub(r"^\d+\.\s*", "", title)
+    g = kernel.geometry
+    multiples = all(m % g.tile[1] == 0 and n_ % g.tile[0] == 0 and k % 32 == 0 for m, n_, k in kernel.check_shapes)
+    if kernel.student_geometry:
+        launch = "**Launch:** yours (see below)."
+    else:
+        params = "".join(f", {k} = {v}" for k, v in g.params)
+        launch = (f"**Launch:** {g.block[0]} x {g.block[1]} threads per block, a {g.tile[1]} x {g.tile[0]} tile "
+                  f"of C per block{params}.")
+    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    lines = [f"## {n}. {title[:1].upper() + title[1:]}", "", rest[:1].upper() + rest[1:], "", "* " + launch,
+             "* " + (MULTIPLE_NOTE.format(m=g.tile[1], n=g.tile[0]) if multiples else ANY_NOTE),
+             f"* **Speed:** full marks at {kernel.target:g} of cuBLAS, none below {kernel.floor:g}{provisional}."]
+    for check in checks:
+        lines.append(f"* **Structure** ({check.points:g} point): " +
+                     "; ".join(REQUIREMENTS[r][1] for r in check.require) + ".")
+    return "\n".join(lines) + (TUNE_NOTE if tuned else "") + (CONFLICT_NOTE if kernel.id == "swizzle" else "")
 
 
-def code(text: str, grade_id: str, *, solution=False, grade=False, points=None, locked=True) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
-            "task": False}
-    if points is not None:
-        meta["points"] = float(points)
-    return {"cell_type": "code", "execution_count": None, "metadata": {"nbgrader": meta}, "outputs": [],
-            "source": _lines(text)}
-
-
-def _lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    return [line + "\n" for line in lines[:-1]] + [lines[-1]] if lines[-1] else [line + "\n" for line in lines[:-1]]
-
-
-def split_reference(text: str) -> tuple[str, str]:
-    """(the leading comment as prose, the code with the kernel body between solution markers)."""
-    lines = text.rstrip("\n").split("\n")
-    comment = []
-    while lines and lines[0].startswith("//"):
-        line = lines.pop(0)[2:].strip()
-        comment.append(("\n" + line) if line.startswith("- ") else line)   # a bullet starts a new line
-    open_at = next(i for i, line in enumerate(lines) if line.startswith("extern \"C\"")) + 1
-    open_at = next(i for i in range(open_at - 1, len(lines)) if lines[i].rstrip() == "{")
-    close_at = max(i for i, line in enumerate(lines) if line.rstrip() == "}")
-    body = lines[:open_at + 1] + ["### BEGIN SOLUTION"] + lines[open_at + 1:close_at] + ["### END SOLUTION"] + \
-        lines[close_at:]
-    return " ".join(comment), "\n".join(body)
-
-
-def prose(comment: str) -> str:
-    """The reference's leading comment as markdown: one paragraph, its '- ' bullets on lines of their own."""
-    return "\n".join(re.sub(r"[ \t]+", " ", part).strip() for part in comment.split("\n"))
-
-
-def build() -> dict:
+def build() -> nbformat.NotebookNode:
     spec = load_spec("gemm")
     structure = load_structure("gemm")
     tune = structure.autotune
-    checks_by_kernel: dict[str, list] = {}
-    for check in structure.checks.values():
-        checks_by_kernel.setdefault(check.kernel, []).append(check)
-    cells = [markdown(INTRO),
-             code("from graders.cuda_engine.grade import check_compiles, score\n"
-                  "from graders.cuda_engine.structure import check_sass, check_search, score_autotuned, tune_launch", "setup")]
+    cells = [nb.markdown(INTRO),
+             nb.locked("from graders.cuda_engine.grade import check_compiles, score\n"
+                       "from graders.cuda_engine.structure import check_sass, check_search, score_autotuned, "
+                       "tune_launch", "setup")]
     for n, (kid, kernel) in enumerate(spec.kernels.items(), start=1):
-        comment, body = split_reference(kernel.reference.read_text())
-        text = prose(comment)
-        title, _, rest = text.partition(": ")
-        title = re.sub(r"^\d+\.\s*", "", title)
-        g = kernel.geometry
-        multiples = all(m % g.tile[1] == 0 and n_ % g.tile[0] == 0 and k % 32 == 0 for m, n_, k in kernel.check_shapes)
-        launch = (f"**Launch:** {g.block[0]} x {g.block[1]} threads per block, a {g.tile[1]} x {g.tile[0]} tile "
-                  f"of C per block" + (", " + ", ".join(f"{k} = {v}" for k, v in g.params) if g.params else "")
-                  + "." if not kernel.student_geometry else "**Launch:** yours (see below).")
-        rest = rest[:1].upper() + rest[1:]
-        lines = [f"## {n}. {title[0].upper() + title[1:]}", "", rest, "", "* " + launch,
-                 "* " + (MULTIPLE_NOTE.format(m=g.tile[1], n=g.tile[0]) if multiples else ANY_NOTE),
-                 f"* **Speed:** full marks at {kernel.target:g} of cuBLAS, none below {kernel.floor:g}" +
-                 (" (provisional until measured on the grading GPU)." if spec.targets == "provisional" else ".")]
-        for check in checks_by_kernel.get(kid, []):
-            from graders.cuda_engine.sass import REQUIREMENTS
-            lines.append(f"* **Structure** ({check.points:g} point): " +
-                         "; ".join(REQUIREMENTS[r][1] for r in check.require) + ".")
-        text = "\n".join(lines) + (TUNE_NOTE if tune and kid == tune.kernel else "") + \
-            (CONFLICT_NOTE if kid == "swizzle" else "")
-        cells.append(markdown(text))
-        source = f'{kid}_src = r"""\n{body}\n"""'
-        is_tuned = tune is not None and kid == tune.kernel
-        if is_tuned:
-            source += (f"\nautotuned_space = {json.dumps(AUTOTUNE_SPACE)}\n"
-                       f"autotuned_choice = {json.dumps(AUTOTUNE_CHOICE)}")
-        cells.append(code(source, kid, solution=True, locked=False))
-        launch_args = ", **tune_launch(autotuned_choice)" if is_tuned else ""
-        cells.append(code(f"check_compiles('gemm', '{kid}', {kid}_src{launch_args})", f"{kid}_check"))
-        call = (f"score_autotuned('gemm', {kid}_src, autotuned_choice)" if is_tuned
-                else f"score('gemm', '{kid}', {kid}_src)")
-        cells.append(code(f"# Hidden test: correctness and speed ({kernel.points:g} points)\n"
-                          f"### BEGIN HIDDEN TESTS\n{call}\n### END HIDDEN TESTS",
-                          f"{kid}_score", grade=True, points=kernel.points))
-        for check in checks_by_kernel.get(kid, []):
-            cells.append(code(f"# Hidden test: structure ({check.points:g} point)\n### BEGIN HIDDEN TESTS\n"
-                              f"check_sass('gemm', '{check.id}', {kid}_src)\n### END HIDDEN TESTS",
-                              check.id, grade=True, points=check.points))
-        if is_tuned:
-            cells.append(code(f"# Hidden test: the search space and the choice ({tune.points:g} point)\n"
-                              f"### BEGIN HIDDEN TESTS\ncheck_search('gemm', {kid}_src, autotuned_space, "
-                              f"autotuned_choice)\n### END HIDDEN TESTS", tune.check_id, grade=True,
-                              points=tune.points))
-    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
-                                                        "name": "python3"},
-                                         "language_info": {"name": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
-
-
-def render() -> str:
-    nb = build()
-    for i, cell in enumerate(nb["cells"]):
-        cell["id"] = f"cell-{i:02d}"
-    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed notebook is stale")
-    args = parser.parse_args()
-    text = render()
-    if args.check:
-        stale = not NOTEBOOK.exists() or NOTEBOOK.read_text() != text
-        print(f"{NOTEBOOK.relative_to(ROOT)} is {'stale: run python tracks/gemm/notebook.py' if stale else 'up to date'}")
-        return 1 if stale else 0
-    NOTEBOOK.write_text(text)
-    print(f"wrote {NOTEBOOK.relative_to(ROOT)} ({len(json.loads(text)['cells'])} cells)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        checks = [c for c in structure.checks.values() if c.kernel == kid]
+        tuned = tune is not None and kid == tune.kernel
+        cells.append(nb.markdown(_statement(n, kernel, spec, checks, tuned)))
+        if tuned:
+            extra = (f"autotuned_space = {json.dumps(AUTOTUNE_SPACE)}\n"
+                     f"autotuned_choice = {json.dumps(AUTOTUNE_CHOICE)}")
+            cells += nb.cuda_kernel_cells("gemm", kernel, extra=extra, launch=", **tune_launch(autotuned_choice)",
+                                          score_call=f"score_autotuned('gemm', {kid}_src, autotuned_choice)")
+        else:
+            cells += nb.cuda_kernel_cells("gemm", kernel)
+        for check in checks:
+            cells.append(nb.hidden_test(f"check_sass('gemm', {check.id!r}, {kid}_src)", check.id, check.points,
+                                        "structure"))
+        if tuned:
+            cells.append(nb.hidden_test(f"check_search('gemm', {kid}_src, autotuned_space, autotuned_choice)",
+                                        tune.check_id, tune.points, "the search space and the choice"))
+    return nb.notebook(cells)

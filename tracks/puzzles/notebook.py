@@ -1,26 +1,21 @@
-"""Build the puzzles assignment's nbgrader *source* notebook from the puzzle specs and the reference cells.
+"""The GPU Puzzles' nbgrader source notebook, built from the puzzles (problem.py), spec.toml and the reference
+cells (solutions/reference.py).
 
 Per puzzle: a statement, the solution cell (grade_id = puzzle id), a read-only self-check cell, and two
 hidden test cells: ``<id>_correct`` (correctness on fresh inputs) and ``<id>_limits`` (access limits).
-``workshop build-notebook`` writes it; a test checks that the committed notebook is up to date.
 """
 from __future__ import annotations
 
-from pathlib import Path
+import tomllib
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from graders import notebook as nb
 from graders import tracks
-from graders.numba_engine.catalogue import PUZZLES
 from graders.numba_engine.puzzle import Puzzle
 from workshop.cells import read_cells
 
 TRACK = tracks.get("puzzles")
-REFERENCE = TRACK.solutions / "reference.py"
-NOTEBOOK = TRACK.notebook_path
-CORRECT_POINTS = 2
-LIMITS_POINTS = 1
 
 INTRO = """# GPU Puzzles
 
@@ -37,15 +32,7 @@ kernel yourself: the grader does, with the geometry the puzzle states, always as
 * Without a GPU, kernels run in numba-cuda's simulator; on the grading worker correctness runs on the
   GPU and the accesses are counted in the simulator. Keep each kernel's cell self-contained: constants
   such as `TPB` in the same cell, no Python objects from other cells.
-""".format(correct=CORRECT_POINTS, limits=LIMITS_POINTS)
-
-
-def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points: int | None = None) -> dict:
-    meta = {"grade_id": grade_id, "solution": solution, "grade": grade, "locked": locked,
-            "schema_version": 3, "task": False}
-    if points is not None:
-        meta["points"] = points
-    return {"nbgrader": meta}
+"""
 
 
 def _statement(p: Puzzle) -> str:
@@ -55,34 +42,18 @@ def _statement(p: Puzzle) -> str:
             f"{hidden}, fresh inputs\n* access limits: {p.limits.describe()}\n")
 
 
-def _hidden_test(p: Puzzle, part: str, call: str, points: int):
-    source = (f"# Hidden test: {part} ({points} point{'s' if points > 1 else ''})\n"
-              "### BEGIN HIDDEN TESTS\n"
-              f"from graders.numba_engine.grade import {call}\n"
-              f"{call}({p.id!r}, {p.kernel_name})\n"
-              "### END HIDDEN TESTS")
-    return new_code_cell(source, metadata=_meta(f"{p.id}_{part}", grade=True, locked=True, points=points))
+def _hidden_tests(p: Puzzle, points: dict) -> list[nbformat.NotebookNode]:
+    return [nb.hidden_test(f"from graders.numba_engine.grade import {function}\n{function}({p.id!r}, {p.kernel_name})",
+                           f"{p.id}_{part}", points[f"points_{part}"], part)
+            for part, function in (("correct", "grade_correctness"), ("limits", "grade_limits"))]
 
 
 def build() -> nbformat.NotebookNode:
-    cells = read_cells(REFERENCE)
-    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                               "language": "python"}})
-    nb.cells = [new_markdown_cell(INTRO), new_code_cell(cells["setup"], metadata=_meta("setup", locked=True))]
-    for p in PUZZLES:
-        nb.cells += [
-            new_markdown_cell(_statement(p)),
-            new_code_cell(cells[p.id], metadata=_meta(p.id, solution=True)),
-            new_code_cell(f"check({p.id!r}, {p.kernel_name})", metadata=_meta(f"{p.id}_check", locked=True)),
-            _hidden_test(p, "correct", "grade_correctness", CORRECT_POINTS),
-            _hidden_test(p, "limits", "grade_limits", LIMITS_POINTS),
-        ]
-    for i, cell in enumerate(nb.cells):  # stable ids keep the committed notebook's diff readable
-        cell["id"] = f"cell-{i:03d}"
-    return nb
-
-
-def write(path: Path = NOTEBOOK) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(build(), str(path))
-    return path
+    points = tomllib.loads(TRACK.spec_path.read_text())["assignment"]
+    reference = read_cells(TRACK.solutions / "reference.py")
+    cells = [nb.markdown(INTRO.format(correct=points["points_correct"], limits=points["points_limits"])),
+             nb.locked(reference["setup"], "setup")]
+    for p in TRACK.problem_module().PUZZLES:
+        cells += [nb.markdown(_statement(p)), nb.solution(reference[p.id], p.id),
+                  nb.locked(f"check({p.id!r}, {p.kernel_name})", f"{p.id}_check"), *_hidden_tests(p, points)]
+    return nb.notebook(cells)

@@ -1,6 +1,6 @@
 # Reference solutions of the GPU Puzzles: one notebook cell per `# %% <grade_id>` marker.
 # These cells, with their nbgrader solution markers, are the solution cells of
-# assignments/puzzles/puzzles.ipynb (built by `workshop build-notebook`); the student's stub is what
+# assignments/puzzles/puzzles.ipynb (built by `workshop build`); the student's stub is what
 # nbgrader leaves when it strips the lines between the markers. Geometry constants sit outside the markers.
 
 # %% setup
