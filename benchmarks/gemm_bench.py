@@ -103,7 +103,7 @@ def grade_variants(shape, folder: Path, budget_s: float, log=print) -> list[dict
     found = []
     for block, tile, params in WARPTILING_VARIANTS:
         row = summarize(grade_kernel(spec_file, "warptiling", source, block=block, tile=tile, params=params,
-                                     budget_s=budget_s))
+                                     budget_s=budget_s).as_dict())
         found.append({"block": list(block), "tile": list(tile), "params": params, "shape": label(shape)} | row)
         log(f"  block {block} tile {tile} {params}: {row['status']}" +
             (f" {row['gflops']:.0f} GFLOP/s, {100 * row['ratio']:.1f}% of cuBLAS, {row['compile']}" if "ratio" in row
@@ -138,7 +138,7 @@ def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, lo
     for kid, kernel in spec.kernels.items():
         if kernel_ids and kid not in kernel_ids:
             continue
-        result = grade_kernel(spec_file, kid, kernel.reference.read_text(), budget_s=budget_s)
+        result = grade_kernel(spec_file, kid, kernel.reference.read_text(), budget_s=budget_s).as_dict()
         rows[kid] = summarize(result)
         environment = environment or result.get("environment")
         r = rows[kid]

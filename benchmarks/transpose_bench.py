@@ -129,14 +129,14 @@ def main() -> int:
     spec = load_spec("transpose")
     kernels, environment = {}, None
     for kid, kernel in spec.kernels.items():
-        result = grade_kernel("transpose", kid, kernel.reference.read_text(), budget_s=args.budget_s)
+        result = grade_kernel("transpose", kid, kernel.reference.read_text(), budget_s=args.budget_s).as_dict()
         kernels[kid] = summarize(result)
         environment = environment or result.get("environment")
     best = spec.kernel("best")
     best_geometries = []
     for block, tile in BEST_GEOMETRIES:
         result = grade_kernel("transpose", "best", best.reference.read_text(), block=block, tile=tile,
-                              budget_s=args.budget_s)
+                              budget_s=args.budget_s).as_dict()
         best_geometries.append(summarize(result))
     copy_gbps = kernels["copy"].get("copy_gbps")
     record = {"gpu": gpu.name, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment,

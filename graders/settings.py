@@ -13,6 +13,8 @@ Settings (environment variables):
 - ``WORKSHOP_TARGET``: ``sim`` or ``gpu`` forces where numba kernels run (default: the GPU when found);
 - ``WORKSHOP_GPU=0``: behave as if there were no GPU;
 - ``WORKSHOP_KERNEL_TIMEOUT``: seconds a grading child may run (default 30);
+- ``WORKSHOP_SEED``: the seed of every hidden input (default: a fresh one per grading), to reproduce a
+  failure whose message names its seed (see `graders.result`);
 - ``WORKSHOP_CELL_TIMEOUT``: seconds a notebook cell may run during autograde (default 120);
 - ``WORKSHOP_SANDBOX=off``, ``WORKSHOP_BWRAP`` and ``WORKSHOP_SANDBOX_CGROUPS=off``: see `graders.sandbox.run`
   and `graders.sandbox.confine` (which reads the last itself: it runs without this package);
@@ -41,6 +43,16 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def kernel_timeout_s() -> float:
     return float(os.environ.get("WORKSHOP_KERNEL_TIMEOUT", "30"))
+
+
+def forced_seed() -> int | None:
+    """``WORKSHOP_SEED`` as an int, or None when it is unset; `ValueError` unless it is in [0, 2**63)."""
+    text = os.environ.get("WORKSHOP_SEED", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) >= 1 << 63:
+        raise ValueError(f"WORKSHOP_SEED={text!r} is not a seed (an integer from 0 to 2**63 - 1)")
+    return int(text)
 
 
 def cell_timeout_s() -> int:

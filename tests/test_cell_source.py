@@ -13,14 +13,14 @@ from workshop.cells import read_cells, strip_solution_markers
 def test_reference_cell_parses_to_a_kernel_that_passes(puzzle):
     source = kernel_source_from_cell(strip_solution_markers(REFERENCE[puzzle.id]), puzzle.kernel_name)
     run = run_source(puzzle.id, source, puzzle.kernel_name, "hidden", "sim")
-    assert run.correct and not run.violations
+    assert run.ok, run.failure_line()
 
 
 def test_patching_statements_are_left_out():
     (_, cell), = read_cells(SOLUTIONS / "tampering" / "patch_grader.py").items()
     source = kernel_source_from_cell(cell, "zip_kernel")
     assert "_grading" not in source and "def zip_kernel" in source
-    assert not run_source("zip", source, "zip_kernel", "hidden", "sim").correct
+    assert run_source("zip", source, "zip_kernel", "hidden", "sim").status == "incorrect"
 
 
 def test_unparseable_or_missing_kernel_is_reported():

@@ -277,7 +277,7 @@ def test_grading_child_refuses_a_payload_and_its_side_effect_never_happens(name,
     marker = tmp_path / "pwned"
     source, message = _payloads(marker)[name]
     run = run_source("map", source, "map_kernel", "hidden", "sim")    # straight to the child, unchecked
-    assert not run.correct and run.message.startswith(message) and run.cases == 0
+    assert run.status == "refused" and run.message.startswith(message) and run.cases == 0
     assert not marker.exists()
 
 
@@ -296,4 +296,4 @@ def test_grading_child_still_grades_a_reference_kernel_correct():
     puzzle = catalogue.get("shared")
     source = kernel_source_from_cell(strip_solution_markers(REFERENCE[puzzle.id]), puzzle.kernel_name)
     run = run_source(puzzle.id, source, puzzle.kernel_name, "hidden", "sim")
-    assert run.correct and not run.violations and run.cases >= 2
+    assert run.ok and run.cases >= 2, run.failure_line()

@@ -87,9 +87,10 @@ def test_crashing_child_is_reported():
     (ChildResult("ok", answer={"status": "incorrect", "message": "3 values wrong"}), "incorrect", "3 values"),
 ])
 def test_failures_score_zero(child, status, words):
-    result = result_from_child(child, SPEC, SPEC.kernel("padded"), limit_s=12.0)
-    assert result["status"] == status and words in result["message"]
-    assert result["score"]["total"] == 0 and result["score"]["max"] == 3
+    result = result_from_child(child, SPEC, SPEC.kernel("padded"), limit_s=12.0, seed=7)
+    assert result.status == status and words in result.message
+    assert result.points == 0 and result.max_points == 3 and result.details["score"]["total"] == 0
+    assert result.failure_line().startswith(f"{status} (hidden, seed 7): ")
 
 
 def fake_ok_answer(ratio: float) -> dict:
@@ -104,8 +105,8 @@ def fake_ok_answer(ratio: float) -> dict:
 def test_correct_kernel_scores_on_its_ratio_and_the_report_says_so():
     padded = SPEC.kernel("padded")
     halfway = (padded.floor + padded.target) / 2   # half the speed points
-    result = result_from_child(ChildResult("ok", answer=fake_ok_answer(halfway)), SPEC, padded, 10)
-    assert result["score"]["total"] == pytest.approx(1 + 2 * 0.5)
+    result = result_from_child(ChildResult("ok", answer=fake_ok_answer(halfway)), SPEC, padded, 10, seed=7)
+    assert result.points == pytest.approx(1 + 2 * 0.5) and result.as_dict()["timing"]["ratio"] == halfway
     text = report(result)
     assert f"ratio {halfway:.3f}" in text and "points: 2.00 / 3" in text and "30 registers" in text
 

@@ -7,8 +7,9 @@ asked for the grade can reach this process.
 
 Phases, each stopping at the first failure:
 1. compile for this GPU's architecture (`graders.cuda_engine.compile`);
-2. correctness at every ``check_shapes`` shape, on fresh random inputs, into outputs poisoned with NaN and
-   fenced by canary guard regions (an out-of-bounds write damages a guard and is reported as such);
+2. correctness at every ``check_shapes`` shape, on random inputs (every input of the child is drawn from
+   the request's ``seed``, which the answer repeats), into outputs poisoned with NaN and fenced by canary
+   guard regions (an out-of-bounds write damages a guard and is reported as such);
 3. timing at ``perf_shape`` (`graders.cuda_engine.timing.CudaTimer`): the problem's baseline (a device-to-device copy
    of the same bytes for copy/transpose) and the kernel, interleaved, over rotated input sets;
 4. correctness again on fresh inputs *after* timing, which catches kernels that stop working (cache a
@@ -19,7 +20,6 @@ one, which is why each kernel is graded in its own child.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -31,6 +31,7 @@ except ImportError:  # cuda.core before 0.4
 from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.cuda_engine.problems import Problem, Shape, problem
+from graders.result import Status
 
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
 CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
@@ -99,14 +100,14 @@ class Harness:
         label = "x".join(map(str, shape))
         damage = guard_damage(buffer)
         if damage:
-            return {"shape": list(shape), "ok": False, "status": "oob_write",
+            return {"shape": list(shape), "ok": False, "status": Status.OOB_WRITE,
                     "message": f"at shape {label} your kernel wrote outside its output: {damage}"}
         with torch.cuda.stream(self.torch_stream):
             expected = self.problem.reference(inputs)
         torch.cuda.synchronize()
         compare = self.problem.compare   # a problem's own tolerance (sgemm), else elementwise with atol
         wrong = compare(out, expected) if compare else mismatch(out, expected, self.problem.atol)
-        return {"shape": list(shape), "ok": not wrong, "status": "incorrect" if wrong else "ok",
+        return {"shape": list(shape), "ok": not wrong, "status": Status.INCORRECT if wrong else Status.OK,
                 "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
 
     def time(self, shape: Shape, budget_s: float) -> dict:
@@ -176,9 +177,9 @@ def handle(request: dict) -> dict:
     definition = problem(kernel.kind)
     import torch
     if not torch.cuda.is_available():
-        return {"status": "no_gpu", "message": "the grading process found no CUDA GPU"}
+        return {"status": Status.NO_GPU, "message": "the grading process found no CUDA GPU"}
     from graders.cuda_engine.timing import clocks, environment
-    seed = int(request.get("seed") or int.from_bytes(os.urandom(8), "little") >> 1)
+    seed = int(request["seed"])
     result: dict = {"kernel_id": kernel.id, "geometry": {"block": list(geometry.block),
                                                           "tile": list(geometry.tile)}, "seed": seed}
     if geometry.params:
@@ -191,7 +192,7 @@ def handle(request: dict) -> dict:
         try:
             result["compile"] = harness.load(request["source"], kernel.function)
         except CompileError as exc:
-            return result | {"status": "compile_error", "message": str(exc)}
+            return result | {"status": Status.COMPILE_ERROR, "message": str(exc)}
         phase = "checking correctness"
         result["checks"] = checks = []
         for shape in kernel.check_shapes:
@@ -203,7 +204,7 @@ def handle(request: dict) -> dict:
         result["timing"] = timing = harness.time(kernel.perf_shape, float(request.get("budget_s", 10.0)))
         result["clocks_after"] = clocks()
         if timing["oob_write"]:
-            return result | {"status": "oob_write",
+            return result | {"status": Status.OOB_WRITE,
                              "message": f"while timed, your kernel wrote outside its output: {timing['oob_write']}"}
         torch.cuda.empty_cache()
         phase = "re-checking correctness after timing"
@@ -216,5 +217,5 @@ def handle(request: dict) -> dict:
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
-        return result | {"status": "crashed", "message": f"CUDA error while {phase}: {exc}"}
-    return result | {"status": "ok", "message": ""}
+        return result | {"status": Status.CRASHED, "message": f"CUDA error while {phase}: {exc}"}
+    return result | {"status": Status.OK, "message": ""}

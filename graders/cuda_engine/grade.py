@@ -2,7 +2,10 @@
 
 - `grade_kernel` sends one kernel's source (a string) to a fresh `graders.cuda_engine.child` process with a
   wall-clock limit (no address-space limit: CUDA reserves far more virtual memory than it uses; the child
-  caps its GPU memory itself) and returns a result dict with the status, the measurements and the score.
+  caps its GPU memory itself) and returns a `graders.result.GradeResult`: the status, the points, the seed
+  of its random inputs (`graders.result.hidden_seed`: ``WORKSHOP_SEED`` when set), and the child's
+  measurements in ``details`` (``GradeResult.as_dict`` gives them flat, as the GPU tests and benchmarks
+  read them).
 - `score` is a hidden test (`graders.hidden_tests`): it prints a short report to stdout and returns the
   points earned (nbgrader takes a test cell's number, below its points, as partial credit), or raises
   `KernelFailed` for a kernel that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
@@ -26,6 +29,7 @@ from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, res
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import hidden_test
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
+from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import ChildResult, run_child
 from graders.cuda_engine.scoring import score_kernel
 from graders import settings
@@ -40,22 +44,23 @@ class KernelFailed(AssertionError):
 
 def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
                  budget_s: float | None = None, timeout_s: float | None = None,
-                 memory_fraction: float = 0.25) -> dict:
-    """Check and time one kernel in a child process; the result dict of `result_from_child`."""
+                 memory_fraction: float = 0.25) -> GradeResult:
+    """Check and time one kernel in a child process; see `result_from_child`."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
     geometry = resolve_geometry(kernel, block, tile, params)
     if spec.requires_gpu:
         require_gpu(f"Grading {spec.name}/{kernel_id}")
     budget = budget_s if budget_s is not None else _budget_from_env(spec.time_budget_s)
+    seed = hidden_seed()
     request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source,
                "block": list(geometry.block) if block is not None else None,
                "tile": list(geometry.tile) if tile is not None else None,
                "params": dict(params) if params is not None else None,
-               "budget_s": budget, "memory_fraction": memory_fraction}
+               "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
-    return result_from_child(child, spec, kernel, limit)
+    return result_from_child(child, spec, kernel, limit, seed)
 
 
 def _budget_from_env(default: float) -> float:
@@ -67,42 +72,49 @@ def _child_env() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(p for p in (str(settings.PACKAGE_ROOT), path) if p)}
 
 
-def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSpec, limit_s: float) -> dict:
-    """The child's answer, or a status for a child that hung or died, with the kernel's score added."""
+def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSpec, limit_s: float,
+                      seed: int) -> GradeResult:
+    """The child's answer, or a status for a child that hung or died, with the kernel's score added.
+
+    ``details`` keeps the answer's measurements (``compile``, ``checks``, ``timing``, ``environment``, ...)
+    and adds ``score`` (correctness, performance, max, total), ``curve`` and ``seconds``."""
     if child.status == "timeout":
-        answer = {"status": "timeout", "message": f"your kernel did not finish within {limit_s:g} s "
+        answer = {"status": Status.TIMEOUT, "message": f"your kernel did not finish within {limit_s:g} s "
                   "(an endless loop? a __syncthreads() that not every thread reaches?)"}
     elif child.status == "crashed":
-        answer = {"status": "crashed", "message": f"the grading process died: {child.message}",
+        answer = {"status": Status.CRASHED, "message": f"the grading process died: {child.message}",
                   "stderr": child.stderr}
     elif "error" in child.answer:
-        answer = {"status": "grader_error", "message": f"the grader failed: {child.answer['error']}",
+        answer = {"status": Status.GRADER_ERROR, "message": f"the grader failed: {child.answer['error']}",
                   "traceback": child.answer.get("traceback", ""), "stderr": child.stderr}
     else:
         answer = dict(child.answer)
-    correct = answer["status"] == "ok"
-    ratio = answer.get("timing", {}).get("ratio") if correct else None
-    return answer | {
-        "kernel_id": kernel.id,
-        "score": score_kernel(kernel, correct, ratio).as_dict(),
-        "curve": {"floor": kernel.floor, "target": kernel.target, "targets": spec.targets},
-        "seconds": child.seconds,
-    }
+    status = Status(answer.pop("status"))
+    ratio = answer.get("timing", {}).get("ratio") if status == Status.OK else None
+    points = score_kernel(kernel, status == Status.OK, ratio)
+    answer.pop("kernel_id", None)
+    answer.pop("seed", None)
+    return GradeResult(
+        kernel.id, status, answer.pop("message", ""), cases=len(answer.get("checks", [])), seed=seed,
+        points=points.total, max_points=points.max, target="gpu",
+        details=answer | {"score": points.as_dict(),
+                          "curve": {"floor": kernel.floor, "target": kernel.target, "targets": spec.targets},
+                          "seconds": child.seconds})
 
 
-def report(result: dict) -> str:
+def report(result: GradeResult) -> str:
     """A few lines for the student: status, speed against the baseline, points."""
-    s = result["score"]
-    lines = [f"{result['kernel_id']}: {result['status']}" + (f" - {result['message']}" if result["message"] else "")]
-    timing = result.get("timing")
+    s = result.details["score"]
+    lines = [f"{result.test}: {result.status if result.ok else result.failure_line()}"]
+    timing = result.details.get("timing")
     if timing:
         unit = timing["work_unit"]
         k, b = timing["kernel"], timing["baseline"]
         lines.append(f"  your kernel {k['median_s'] * 1e3:.4f} ms ({_rate(k['throughput'], unit)}); "
                      f"{b['name']} {b['median_s'] * 1e3:.4f} ms ({_rate(b['throughput'], unit)}); "
-                     f"ratio {timing['ratio']:.3f} (full marks at {result['curve']['target']:g}, "
-                     f"none below {result['curve']['floor']:g})")
-    for name, r in (result.get("compile", {}).get("resources") or {}).items():
+                     f"ratio {timing['ratio']:.3f} (full marks at {result.details['curve']['target']:g}, "
+                     f"none below {result.details['curve']['floor']:g})")
+    for name, r in (result.details.get("compile", {}).get("resources") or {}).items():
         lines.append(f"  {name}: {resources_summary(r)}")
     lines.append(f"  points: {s['total']:.2f} / {s['max']:g} (correctness {s['correctness']:g}, "
                  f"speed {s['performance']:.2f})")
@@ -124,9 +136,9 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
         result = grade_kernel(assignment, kernel_id, source, **options)
     print(report(result))
     sys.stdout.flush()
-    if result["status"] != "ok":
-        raise KernelFailed(f"{kernel_id}: {result['status']}: {result['message']}")
-    return round(result["score"]["total"], 4)
+    if not result.ok:
+        raise KernelFailed(f"{kernel_id}: {result.failure_line()}")
+    return round(result.points, 4)
 
 
 def check_compiles(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None,

@@ -26,6 +26,7 @@ from graders.cuda_engine.compile import CompileError
 from graders.hidden_tests import hidden_test
 from graders.cuda_engine.spec import SpecError, load_spec, read_toml, spec_path
 from graders.cuda_engine.grade import KernelFailed
+from graders.result import Status
 from graders.sandbox.run import run_child
 
 TUNABLE = ("BM", "BN", "BK", "TM", "TN")
@@ -151,11 +152,12 @@ def check_sass(assignment: str | Path, check_id: str, source: str, **launch) -> 
         try:
             failures, facts = inspect(assignment, check.kernel, source, requirements=check.require, **launch)
         except CompileError as exc:
-            print(f"{check_id}: compile_error - {exc}")
+            print(f"{check_id}: {Status.COMPILE_ERROR} - {exc}")
             sys.stdout.flush()
-            raise KernelFailed(f"{check_id}: compile_error: {exc}") from None
+            raise KernelFailed(f"{check_id}: {Status.COMPILE_ERROR}: {exc}") from None
     wanted = "; ".join(sass.REQUIREMENTS[r][1] for r in check.require)
-    print(f"{check_id}: {'ok' if not failures else 'failed'} (wanted: {wanted})\n  {describe(facts)}")
+    status = Status.UNMET if failures else Status.OK
+    print(f"{check_id}: {status} (wanted: {wanted})\n  {describe(facts)}")
     for failure in failures:
         print(f"  ✗ {failure}")
     print(f"  points: {0 if failures else check.points:g} / {check.points:g}")
@@ -250,7 +252,7 @@ def check_search(assignment: str | Path, source: str, space: dict, choice: dict)
         warnings.simplefilter("ignore")
         found, valid = search_problems(assignment, source, space, choice)
     problems = [p for p in found if not p.startswith("note:")]
-    print(f"{rules.check_id}: {'ok' if not problems else 'failed'}: {len(valid)} valid configuration(s); "
+    print(f"{rules.check_id}: {Status.UNMET if problems else Status.OK}: {len(valid)} valid configuration(s); "
           f"choice {choice}")
     for problem in found:
         print(f"  {'✗' if problem in problems else '·'} {problem}")
@@ -268,9 +270,10 @@ def score_autotuned(assignment: str | Path, source: str, choice: dict, **options
     rules = load_structure(assignment).autotune
     why = config_problem(choice, rules) if isinstance(choice, dict) else "the choice must be a dict"
     if why:
-        print(f"{rules.kernel}: the choice {choice} cannot be launched: {why}")
+        line = f"{rules.kernel}: {Status.REFUSED}: the choice {choice} cannot be launched: {why}"
+        print(line)
         sys.stdout.flush()
-        raise KernelFailed(f"{rules.kernel}: the choice {choice} cannot be launched: {why}")
+        raise KernelFailed(line)
     return score(assignment, rules.kernel, source, **tune_launch(choice), **options)
 
 
@@ -282,16 +285,17 @@ def autotune(assignment: str | Path, source: str, space: dict, *, budget_s: floa
     for config in expand_space(space):
         why = config_problem(config, rules)
         if why:
-            rows.append({"config": config, "status": "invalid", "message": why})
+            rows.append({"config": config, "status": Status.REFUSED, "message": why})
             continue
         result = grade_kernel(assignment, rules.kernel, source, budget_s=budget_s, **tune_launch(config))
-        timing = result.get("timing") or {}
-        rows.append({"config": config, "status": result["status"], "message": result["message"],
+        timing = result.details.get("timing") or {}
+        rows.append({"config": config, "status": result.status,
+                     "message": "" if result.ok else result.failure_line(),
                      "ratio": timing.get("ratio"),
                      "gflops": timing["kernel"]["throughput"] / 1e9 if timing else None})
-        print(f"{config}: {result['status']}" + (f", {rows[-1]['gflops']:.0f} GFLOP/s, "
-                                                 f"{rows[-1]['ratio']:.3f} of cuBLAS" if timing else ""))
-    ok = [r for r in rows if r["status"] == "ok" and r["ratio"]]
+        print(f"{config}: {result.status}" + (f", {rows[-1]['gflops']:.0f} GFLOP/s, "
+                                              f"{rows[-1]['ratio']:.3f} of cuBLAS" if timing else ""))
+    ok = [r for r in rows if r["status"] == Status.OK and r["ratio"]]
     if not ok:
         raise RuntimeError("no configuration of the space was correct")
     return max(ok, key=lambda r: r["ratio"])["config"], rows

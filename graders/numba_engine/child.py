@@ -5,7 +5,8 @@ The source is checked against the numba-CUDA kernel subset (`graders.numba_engin
 outside it, the answer is the check's message and nothing is run. On ``sim`` (numba-cuda's simulator,
 ``NUMBA_ENABLE_CUDASIM=1`` set by the parent) every global access is counted per thread and the puzzle's
 access limits are checked; on ``gpu`` only correctness is checked.
-Cases run in order and stop at the first failure, whose message names the case, index, expected and got.
+Cases run in order, all on inputs drawn from one ``np.random.default_rng(seed)``, and stop at the first
+failure, whose message names the case, index, expected and got. The answer is a `GradeResult` as a dict.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from graders.numba_engine import catalogue
 from graders.numba_engine.numba_subset import KernelSourceError, validate_kernel_source
 from graders.numba_engine.traced_array import AccessLog, TracedArray
 from graders.numba_engine.puzzle import Case, Puzzle
+from graders.result import GradeResult, Status
 
 _shared_arrays: list = []   # the simulator's shared-memory managers made since the last case began
 
@@ -29,22 +31,31 @@ def handle(request: dict) -> dict:
     if target == "sim":
         _track_shared_memory()
     puzzle = catalogue.get(request["puzzle"])
+
+    def answer(status: Status, message: str = "", **more) -> dict:
+        return GradeResult(puzzle.id, status, message, hidden=request["mode"] == "hidden", seed=request["seed"],
+                           target=target, **more).as_dict()
+
     try:    # defence in depth: the parent checked the source too, but nothing runs here unchecked
         validate_kernel_source(request["source"])
     except KernelSourceError as exc:
-        return {"target": target, "cases": [], "error": str(exc)}
+        return answer(Status.REFUSED, str(exc))
     try:
         kernel = _load_kernel(request["source"], request["kernel_name"])
     except Exception as exc:
-        return {"target": target, "cases": [], "error": f"your cell does not run: {_describe(exc)}"}
+        return answer(Status.COMPILE_ERROR, f"your cell does not run: {_describe(exc)}")
     rng = np.random.default_rng(request["seed"])
-    results = []
-    for case in puzzle.cases(request["mode"]):
-        result = _run_case(puzzle, kernel, case, rng, target)
-        results.append(result)
-        if not result["correct"]:
-            break
-    return {"target": target, "cases": results}
+    cases = puzzle.cases(request["mode"])
+    violations: list[str] = []
+    for number, case in enumerate(cases, 1):
+        status, message, found = _run_case(puzzle, kernel, case, rng, target)
+        if status != Status.OK:
+            return answer(status, f"{case.describe()}: {message}", case=f"case {number} of {len(cases)}",
+                          cases=number)
+        violations += found
+    if violations:
+        return answer(Status.LIMITS, "over the access limits: " + "; ".join(violations), cases=len(cases))
+    return answer(Status.OK, cases=len(cases))
 
 
 def _load_kernel(source: str, name: str):
@@ -56,11 +67,12 @@ def _load_kernel(source: str, name: str):
     return kernel
 
 
-def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator, target: str) -> dict:
+def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator,
+              target: str) -> tuple[Status, str, list[str]]:
+    """(status, what went wrong, access-limit violations) of one launch on fresh inputs."""
     inputs = puzzle.make_inputs(case, rng)
     expected = puzzle.expected(case, inputs)
     out = np.full(case.out, np.nan, dtype=np.float32)      # poisoned: an unwritten cell stays NaN
-    result = {"case": case.describe(), "correct": False, "message": "", "violations": []}
     log = AccessLog()
     _shared_arrays.clear()
     try:
@@ -70,22 +82,23 @@ def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator, targ
             kernel[case.blocks, case.threads](*arrays, *case.scalars)
         else:
             out = _launch_on_gpu(kernel, case, out, inputs, names)
+    except OutOfBoundsWrite as exc:
+        return Status.OOB_WRITE, f"the kernel made an {exc}", []
     except Exception as exc:
-        result["message"] = f"the kernel failed: {_describe(exc)}"
-        return result
+        return Status.KERNEL_ERROR, f"the kernel failed: {_describe(exc)}", []
     wrong = _compare(out, expected)
     if wrong:
-        result["message"] = wrong
-        return result
-    result["correct"] = True
-    if target == "sim":
-        result["violations"] = _limit_violations(puzzle, case, log)
-    return result
+        return Status.INCORRECT, wrong, []
+    return Status.OK, "", _limit_violations(puzzle, case, log) if target == "sim" else []
 
 
 GUARD = 16   # guard elements around each GPU array along every axis: catch out-of-bounds accesses
 READ_POISON = np.array([0x7FC0DEAD], dtype=np.uint32).view(np.float32)[0]   # a NaN: reads past inputs
 WRITE_SENTINEL = np.float32(-1.2345e37)                                      # writes past `out` change it
+
+
+class OutOfBoundsWrite(IndexError):
+    """A kernel on the GPU changed a guard band: it wrote outside an array."""
 
 
 def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray],
@@ -104,7 +117,8 @@ def _launch_on_gpu(kernel, case: Case, out: np.ndarray, inputs: list[np.ndarray]
     for name, device, host in zip(names, devices, hosts):
         if where := guard_violation(host, device.copy_to_host()):
             shape = tuple(n - 2 * GUARD for n in host.shape)
-            raise IndexError(f"out-of-bounds write to {name}[{', '.join(map(str, where))}] (shape {shape})")
+            index = ", ".join(map(str, where))
+            raise OutOfBoundsWrite(f"out-of-bounds write to {name}[{index}] (shape {shape})")
     return views[0].copy_to_host()
 
 

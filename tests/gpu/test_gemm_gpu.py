@@ -37,9 +37,9 @@ def tag(path: Path, key: str) -> str:
 def grade(kernel_id: str, source: str, **options) -> dict:
     result = grade_kernel("gemm", kernel_id, source, budget_s=options.pop("budget_s", BUDGET_S), **options)
     print("\n" + report(result))
-    if result["status"] not in ("ok", "incorrect", "compile_error") and result.get("stderr"):
-        print(result["stderr"][-2000:])
-    return result
+    if result.status not in ("ok", "incorrect", "compile_error") and result.details.get("stderr"):
+        print(result.details["stderr"][-2000:])
+    return result.as_dict()
 
 
 @pytest.fixture(scope="module")

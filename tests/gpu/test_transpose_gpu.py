@@ -28,7 +28,7 @@ def tag(path: Path, key: str) -> str:
 def grade(kernel_id: str, source: str, **options) -> dict:
     result = grade_kernel("transpose", kernel_id, source, budget_s=options.pop("budget_s", BUDGET_S), **options)
     print("\n" + report(result))
-    return result
+    return result.as_dict()
 
 
 @pytest.fixture(scope="module")
