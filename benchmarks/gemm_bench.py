@@ -1,14 +1,16 @@
 """Benchmark the GEMM worklog's reference kernels with the grader itself, on a GPU worker.
 
-    python3 benchmarks/gemm_bench.py [--sizes 4096 2048x1024x512 ...] [--budget-s 2] [--out DIR]
-                                     [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
-    python3 benchmarks/gemm_bench.py --profile warptiling variant0 cublas    # ncu's sections, as text
+    python -m benchmarks.gemm_bench [--sizes 4096 2048x1024x512 ...] [--budget-s 2] [--out DIR]
+                                    [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
+    python -m benchmarks.gemm_bench --profile warptiling variant0 cublas    # ncu's sections, as text
 
-Grades every reference kernel (each in its own child, exactly as a submission is graded, cuBLAS SGEMM timed
-in the same child) at each size, where ``ncu`` exists counts the shared-memory bank conflicts of the
-vectorized, linearize, swizzle and warp-tiling references, and writes ``benchmarks/results/gemm-<date>.json``
-(and a copy in ``--out``) with the GPU, date, versions, each kernel's GFLOP/s, % of cuBLAS, score and a
-suggested target (95% of the measured ratio), plus the worklog chart next to it (``.png``).
+(from the repository root). Grades every reference kernel (each in its own child, exactly as a submission
+is graded, cuBLAS SGEMM timed in the same child) at each size, where ``ncu`` exists counts the
+shared-memory bank conflicts of the vectorized, linearize, swizzle and warp-tiling references
+(`workshop.ncu`), and writes ``benchmarks/results/gemm-<date>.json`` (and a copy in ``--out``) with the
+GPU, date, versions, each kernel's GFLOP/s, % of cuBLAS, score and a suggested target (95% of the measured
+ratio), plus the worklog chart next to it (``.png``): the record of `workshop.records`, from which
+``workshop targets gemm RECORD.json`` sets the spec's targets.
 
 The spec grades at its ``perf_shape`` (4096^3); another size is measured through the same grader with a
 copy of the spec whose ``perf_shape`` is that size. ``--merge`` adds the sizes (and ncu counts) measured
@@ -20,34 +22,22 @@ variants and cuBLAS's own kernel at 4096^3.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.append(str(ROOT))   # after an installed (or PYTHONPATH) graders
+from graders.cuda_engine.grade import grade_kernel
+from graders.cuda_engine.spec import load_spec
+from graders.gpu import detect_gpu
+from graders.settings import ROOT
+from workshop import ncu
+from workshop.records import gemm_row, gemm_size_entry, gemm_table, label, new_gemm_record, write_gemm_record
 
-from graders.gpu import detect_gpu  # noqa: E402
-from graders.cuda_engine.spec import load_spec  # noqa: E402
-from graders.cuda_engine.grade import grade_kernel  # noqa: E402
-
-NCU_METRICS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
-NCU_KERNELS = ("vectorized", "linearize", "swizzle", "warptiling")
-NCU_SHAPE = (2048, 2048, 2048)        # bank conflicts are counted here
 PROFILE_SHAPE = (4096, 4096, 4096)     # --profile runs at the graded shape
-RESULTS = ROOT / "benchmarks/results"
-
-
-def label(shape) -> str:
-    return "x".join(map(str, shape))
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -102,33 +92,13 @@ def grade_variants(shape, folder: Path, budget_s: float, log=print) -> list[dict
     source = load_spec(spec_file).kernel("warptiling").reference.read_text()
     found = []
     for block, tile, params in WARPTILING_VARIANTS:
-        row = summarize(grade_kernel(spec_file, "warptiling", source, block=block, tile=tile, params=params,
-                                     budget_s=budget_s).as_dict())
+        row = gemm_row(grade_kernel(spec_file, "warptiling", source, block=block, tile=tile, params=params,
+                                    budget_s=budget_s).as_dict())
         found.append({"block": list(block), "tile": list(tile), "params": params, "shape": label(shape)} | row)
         log(f"  block {block} tile {tile} {params}: {row['status']}" +
             (f" {row['gflops']:.0f} GFLOP/s, {100 * row['ratio']:.1f}% of cuBLAS, {row['compile']}" if "ratio" in row
              else f" {row['message'][:120]}"))
     return found
-
-
-def summarize(result: dict) -> dict:
-    row = {"status": result["status"], "message": result["message"], "score": result["score"],
-           "geometry": result.get("geometry"), "seconds": result.get("seconds"),
-           "compile": result.get("compile", {}).get("resources")}
-    timing = result.get("timing")
-    if timing:
-        row |= {"gflops": timing["kernel"]["throughput"] / 1e9, "cublas_gflops": timing["baseline"]["throughput"] / 1e9,
-                "ratio": timing["ratio"], "suggested_target": round(0.95 * timing["ratio"], 3),
-                "kernel_ms": timing["kernel"]["median_s"] * 1e3, "cublas_ms": timing["baseline"]["median_s"] * 1e3,
-                "rse": timing["kernel"]["rse"], "samples": timing["kernel"]["samples"], "shape": timing["shape"]}
-    if result["status"] not in ("ok",) and result.get("stderr"):
-        row["stderr_tail"] = result["stderr"][-1500:]
-    return row
-
-
-def size_entry(rows: dict[str, dict]) -> dict:
-    cublas = [r["cublas_gflops"] for r in rows.values() if r.get("cublas_gflops")]
-    return {"cublas_gflops": sorted(cublas)[len(cublas) // 2] if cublas else None, "kernels": rows}
 
 
 def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, log=print) -> tuple[dict, dict]:
@@ -139,7 +109,7 @@ def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, lo
         if kernel_ids and kid not in kernel_ids:
             continue
         result = grade_kernel(spec_file, kid, kernel.reference.read_text(), budget_s=budget_s).as_dict()
-        rows[kid] = summarize(result)
+        rows[kid] = gemm_row(result)
         environment = environment or result.get("environment")
         r = rows[kid]
         log(f"  {kid:<12} {r['status']:<10}" + (f"{r['gflops']:>9.0f} GFLOP/s {100 * r['ratio']:6.1f}% of cuBLAS "
@@ -148,42 +118,13 @@ def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, lo
     return rows, environment
 
 
-def new_record(environment: dict | None) -> dict:
-    spec = load_spec("gemm")
-    gpu = detect_gpu()
-    return {"gpu": (environment or {}).get("gpu") or (gpu.name if gpu else None),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment,
-            "targets_in_spec": spec.targets, "graded_shape": label(next(iter(spec.kernels.values())).perf_shape),
-            "sizes": {}}
-
-
-def write_record(record: dict, out: Path | None, name: str | None = None) -> Path:
-    """Write the JSON and its chart to benchmarks/results (and ``out``); returns the JSON's path there."""
-    from graders.cuda_engine.worklog_chart import plot
-    name = name or f"gemm-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path = RESULTS / name
-    for folder in dict.fromkeys([RESULTS, out]):
-        if folder:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(json.dumps(record, indent=2))
-            if not record["sizes"]:
-                continue
-            try:
-                plot(record, (folder / name).with_suffix(".png"))
-            except Exception as exc:  # the numbers matter more than the picture
-                print(f"chart not drawn: {exc}")
-    return path
-
-
 # --- ncu ----------------------------------------------------------------------------------------------
 
-def ncu_launch(subjects: list[str], shape=NCU_SHAPE) -> None:
+def ncu_launch(subjects: list[str], shape) -> None:
     """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id (its reference at the
     spec's launch), ``variant<i>`` (the warp-tiling reference at WARPTILING_VARIANTS[i]) or ``cublas``."""
     import torch
     from graders.cuda_engine.spec import resolve_geometry
-    from graders.cuda_engine.child import Harness
-    from graders.cuda_engine.problems import problem
     spec = load_spec("gemm")
     for subject in subjects:
         if subject == "cublas":
@@ -191,75 +132,33 @@ def ncu_launch(subjects: list[str], shape=NCU_SHAPE) -> None:
             a, b = torch.randn(shape[0], shape[2], device="cuda"), torch.randn(shape[2], shape[1], device="cuda")
             torch.matmul(a, b)
             torch.cuda.synchronize()
-            continue
-        if subject.startswith("variant"):
+        elif subject.startswith("variant"):
             kernel = spec.kernel("warptiling")
             block, tile, params = WARPTILING_VARIANTS[int(subject[len("variant"):])]
-            geometry = resolve_geometry(replace(kernel, student_geometry=True), block, tile, params)
+            ncu.launch_kernel(kernel, resolve_geometry(replace(kernel, student_geometry=True), block, tile, params),
+                              shape)
         else:
-            kernel = spec.kernel(subject)
-            geometry = kernel.geometry
-        harness = Harness(problem(kernel.kind), geometry, 0.25, seed=1)
-        harness.load(kernel.reference.read_text(), kernel.function)
-        _, out = harness.output(shape)
-        harness.launch(out, harness.inputs(shape), shape)
-        torch.cuda.synchronize()
-
-
-def find_ncu() -> str | None:
-    return shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+            ncu.launch_kernel(spec.kernel(subject), spec.kernel(subject).geometry, shape)
 
 
 def ncu_profile(subjects: list[str], timeout_s: float = 240) -> str:
     """Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for ``subjects``
     (see `ncu_launch`) at PROFILE_SHAPE, as ncu prints them. Every kernel whose name looks like a GEMM's is
     profiled (ours are sgemm_*; cuBLAS's name its tile, e.g. sm90_xmma_gemm_* or *_sgemm_*)."""
-    ncu = find_ncu()
-    if not ncu:
+    ncu_binary = ncu.find_ncu()
+    if not ncu_binary:
         return "ncu not found on this machine"
     sections = ("SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "SchedulerStats",
                 "WarpStateStats")
-    cmd = [ncu, "--clock-control", "none", *(a for s in sections for a in ("--section", s)), "-k", "regex:gemm|xmma|cutlass|sm90",
-           sys.executable, str(Path(__file__).resolve()), "--ncu-launch", *subjects, "--ncu-shape", label(PROFILE_SHAPE)]
+    cmd = [ncu_binary, "--clock-control", "none", *(a for s in sections for a in ("--section", s)),
+           "-k", "regex:gemm|xmma|cutlass|sm90",
+           sys.executable, "-m", "benchmarks.gemm_bench", "--ncu-launch", *subjects,
+           "--ncu-shape", label(PROFILE_SHAPE)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
     except subprocess.TimeoutExpired:
         return f"ncu timed out after {timeout_s:g} s"
     return " ".join(cmd[:3]) + " ...\n" + done.stdout + done.stderr[-3000:]
-
-
-def ncu_bank_conflicts(timeout_s: float = 150) -> dict:
-    """Shared-memory bank conflicts (loads, stores) of the NCU_KERNELS references, or why not measured."""
-    ncu = find_ncu()
-    if not ncu:
-        return {"skipped": "ncu not found on this machine"}
-    spec = load_spec("gemm")
-    names = "|".join(spec.kernel(k).function for k in NCU_KERNELS)
-    cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(NCU_METRICS), "--csv", "-k", f"regex:^({names})$",
-           sys.executable, str(Path(__file__).resolve()), "--ncu-launch", *NCU_KERNELS]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"skipped": f"ncu timed out after {timeout_s:g} s"}
-    found = parse_ncu_csv(done.stdout)
-    if not found:
-        errors = [line for line in (done.stdout + done.stderr).splitlines() if "ERR" in line or "rror" in line]
-        return {"skipped": f"ncu gave no bank-conflict counts (exit {done.returncode})",
-                "errors": errors[:10], "output_tail": (done.stdout + done.stderr)[-2000:]}
-    by_id = {kid: found.get(spec.kernel(kid).function, {}) for kid in NCU_KERNELS}
-    return {"metrics": list(NCU_METRICS), "shape": list(NCU_SHAPE), "command": " ".join(cmd[:8]), "conflicts": by_id}
-
-
-def parse_ncu_csv(text: str) -> dict[str, dict[str, int]]:
-    """Kernel name -> {"ld": n, "st": n} from ``ncu --csv`` output (its ==PROF== lines skipped)."""
-    rows = csv.DictReader(line for line in text.splitlines() if line.startswith('"'))
-    found: dict[str, dict[str, int]] = {}
-    for r in rows:
-        metric = r.get("Metric Name", "")
-        if metric in NCU_METRICS:
-            key = "ld" if metric.endswith("op_ld.sum") else "st"
-            found.setdefault(r["Kernel Name"], {})[key] = int(float(r["Metric Value"].replace(",", "")))
-    return found
 
 
 # --- main ---------------------------------------------------------------------------------------------
@@ -280,7 +179,7 @@ def main() -> int:
                         help="print ncu's speed-of-light, occupancy and warp-stall sections for these (kernel ids, "
                              "variant<i>, cublas) and stop")
     parser.add_argument("--ncu-launch", nargs="+", help=argparse.SUPPRESS)
-    parser.add_argument("--ncu-shape", type=parse_size, default=NCU_SHAPE, help=argparse.SUPPRESS)
+    parser.add_argument("--ncu-shape", type=parse_size, default=PROFILE_SHAPE, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ncu_launch:
         ncu_launch(args.ncu_launch, args.ncu_shape)
@@ -289,7 +188,7 @@ def main() -> int:
         print("gemm_bench: no CUDA GPU here; run it on a GPU worker")
         return 3
     if args.ncu_only:
-        print(json.dumps(ncu_bank_conflicts(), indent=2))
+        print(json.dumps(ncu.gemm_bank_conflicts(), indent=2))
         return 0
     if args.profile:
         print(ncu_profile(args.profile))
@@ -300,48 +199,20 @@ def main() -> int:
         for shape in args.sizes:
             print(f"size {label(shape)}:")
             rows, environment = grade_references(spec_for_size(shape, Path(tmp)), args.budget_s)
-            record = record or new_record(environment)
-            record["sizes"][label(shape)] = size_entry(rows)
+            record = record or new_gemm_record(environment)
+            record["sizes"][label(shape)] = gemm_size_entry(rows)
             ok &= all(r["status"] == "ok" for r in rows.values())
         if args.variants:
             shape = args.variants_size
             print(f"warp-tiling variants at {label(shape)}:")
-            record = record or new_record(None)
+            record = record or new_gemm_record(None)
             record["warptiling_variants"] = grade_variants(shape, Path(tmp), args.budget_s)
     if not args.no_ncu:
-        record["ncu"] = ncu_bank_conflicts()
-    path = write_record(record, args.out, args.merge.name if args.merge else None)
-    print(table(record))
+        record["ncu"] = ncu.gemm_bank_conflicts()
+    path = write_gemm_record(record, args.out, args.merge.name if args.merge else None)
+    print(gemm_table(record))
     print(f"wrote {path.relative_to(ROOT)} and {path.with_suffix('.png').relative_to(ROOT)}")
     return 0 if ok else 1
-
-
-def table(record: dict) -> str:
-    lines = [f"{record['gpu']}  (targets in spec: {record['targets_in_spec']}; graded at {record['graded_shape']})"]
-    for size, entry in record["sizes"].items():
-        lines.append(f"{size}: cuBLAS {entry['cublas_gflops'] or 0:.0f} GFLOP/s")
-        lines.append(f"  {'kernel':<13}{'status':<10}{'GFLOP/s':>9}{'% cuBLAS':>10}{'ms':>9}{'rse':>8}{'points':>8}"
-                     f"{'sugg.':>7}")
-        for kid, r in entry["kernels"].items():
-            if "ratio" in r:
-                lines.append(f"  {kid:<13}{r['status']:<10}{r['gflops']:>9.0f}{100 * r['ratio']:>9.1f}%"
-                             f"{r['kernel_ms']:>9.3f}{r['rse']:>8.4f}{r['score']['total']:>8.2f}"
-                             f"{r['suggested_target']:>7.3f}")
-            else:
-                lines.append(f"  {kid:<13}{r['status']:<10}  {r['message'][:70]}")
-    for v in record.get("warptiling_variants", []):
-        lines.append(f"warptiling block {v['block']} tile {v['tile']} {v['params']} at {v['shape']}: {v['status']}" +
-                     (f", {v['gflops']:.0f} GFLOP/s, {100 * v['ratio']:.1f}% of cuBLAS" if "ratio" in v else
-                      f" {v['message'][:80]}"))
-    ncu = record.get("ncu")
-    if ncu:
-        lines.append(f"ncu bank conflicts at {label(NCU_SHAPE)} (shared loads / stores): " + (
-            ", ".join(f"{k} {_count(v.get('ld'))} / {_count(v.get('st'))}" for k, v in ncu["conflicts"].items()) if "conflicts" in ncu else ncu["skipped"]))
-    return "\n".join(lines)
-
-
-def _count(n) -> str:
-    return f"{n:,}" if isinstance(n, int) else "?"
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 # Without the prelude the nbgrader step is skipped (no nbgrader) and the rest still runs.
 # Writes into $OUT (default benchmarks/results): transpose-env.txt, transpose-gpu-tests.log,
 # transpose-nbgrader-gpu.log, transpose-bench.log, transpose-<date>.json and
-# transpose-nbgrader-gpu-<date>.json (both also kept in benchmarks/results/).
+# transpose-nbgrader-gpu-<date>.json (both also kept in benchmarks/results/). Then, here:
+# `workshop targets transpose benchmarks/results/transpose-<date>.json --write` sets the spec's targets.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"
@@ -52,7 +53,7 @@ else
 fi
 echo "[gpu_transpose] nbgrader exit $nbgrader_rc after $((SECONDS - start)) s" | tee -a "$OUT/transpose-nbgrader-gpu.log"
 
-timeout 150 python3 benchmarks/transpose_bench.py --out "$OUT" --budget-s 3 2>&1 | tee "$OUT/transpose-bench.log"
+timeout 150 python3 -m benchmarks.transpose_bench --out "$OUT" --budget-s 3 2>&1 | tee "$OUT/transpose-bench.log"
 bench_rc=$?
 
 echo "gpu tests exit $tests_rc, nbgrader exit $nbgrader_rc, benchmark exit $bench_rc; $((SECONDS - start)) s in all" \

@@ -1,6 +1,6 @@
 """Seconds per submission for the whole puzzles track, autograded by nbgrader on numba-cuda's simulator.
 
-    python benchmarks/puzzles_sim.py [--repeat N] [--label NAME]
+    python -m benchmarks.puzzles_sim [--repeat N] [--label NAME]      # from the repository root
 
 Grades the reference and the untouched stub N times each in a scratch course and writes
 benchmarks/results/puzzles-nbgrader-sim-[NAME-]<date-time>.json (CPU, cores, versions, commit, sandbox,
@@ -15,17 +15,13 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-
-from nbgrader_course import Course  # noqa: E402
-from workshop import submissions  # noqa: E402
+from graders.settings import RESULTS, ROOT
+from workshop import submissions
+from workshop.course import Course
 
 
 def main() -> None:
@@ -33,6 +29,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--label", default="", help="a word for the file name, e.g. the code version")
     args = parser.parse_args()
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"      # inherited by nbgrader: every kernel runs on the simulator
     course = Course(Path(tempfile.mkdtemp(prefix="puzzles-bench-")))
     seconds: dict[str, list[float]] = {"reference": [], "stub": []}
     for name, answers in (("reference", submissions.reference_answers()), ("stub", {})):
@@ -56,7 +53,7 @@ def main() -> None:
     }
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     label = f"{args.label}-" if args.label else ""
-    out = ROOT / "benchmarks" / "results" / f"puzzles-nbgrader-sim-{label}{stamp}.json"
+    out = RESULTS / f"puzzles-nbgrader-sim-{label}{stamp}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {out}")
 

@@ -1,31 +1,26 @@
 """Benchmark the transpose ladder's reference kernels with the grader itself, on a GPU worker.
 
-    python3 benchmarks/transpose_bench.py [--out DIR] [--budget-s 5]
+    python -m benchmarks.transpose_bench [--out DIR] [--budget-s 5]      # from the repository root
 
 Grades every reference kernel (each in its own child, exactly as a submission is graded), the "best"
 reference at a few geometries, and, where ``ncu`` exists, counts shared-memory bank conflicts of the tiled
 and padded kernels. Prints a table and writes ``benchmarks/results/transpose-<date>.json`` (and a copy in
 ``--out``): GPU, date, versions, clocks, D2D copy GB/s, each kernel's GB/s, ratio, score and a suggested
-target (95% of the measured ratio) for the spec.
+target (95% of the measured ratio) for the spec; ``workshop targets transpose RECORD.json`` sets the spec's
+targets from it.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from graders.gpu import detect_gpu  # noqa: E402
-from graders.cuda_engine.spec import load_spec  # noqa: E402
-from graders.cuda_engine.grade import grade_kernel  # noqa: E402
+from graders.cuda_engine.grade import grade_kernel
+from graders.cuda_engine.spec import load_spec
+from graders.gpu import detect_gpu
+from graders.settings import RESULTS
+from workshop import ncu
 
 NCU_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 NCU_KERNELS = ("tiled", "padded")
@@ -52,53 +47,18 @@ def summarize(result: dict) -> dict:
     return row
 
 
-def ncu_launch() -> None:
-    """Run under ncu: launch the tiled and padded references once each at NCU_SHAPE.
-
-    ncu profiles only the launches its ``-k`` filter names (the ``extern "C"`` names of the spec), so torch's
-    own kernels (random inputs, NaN fills) are not profiled. Any failure here exits non-zero with a traceback
-    on stderr, which `ncu_bank_conflicts` reports."""
-    import torch
-    from graders.cuda_engine.child import Harness
-    from graders.cuda_engine.problems import problem
-    spec = load_spec("transpose")
-    for kid in NCU_KERNELS:
-        kernel = spec.kernel(kid)
-        harness = Harness(problem(kernel.kind), kernel.geometry, 0.25, seed=1)
-        harness.load(kernel.reference.read_text(), kernel.function)
-        _, out = harness.output(NCU_SHAPE)
-        harness.launch(out, harness.inputs(NCU_SHAPE), NCU_SHAPE)
-        torch.cuda.synchronize()
-
-
 def ncu_bank_conflicts() -> dict:
-    ncu = shutil.which("ncu")
-    if not ncu:
-        return {"skipped": "ncu not found on this machine"}
-    spec = load_spec("transpose")
-    names = "|".join(spec.kernel(k).function for k in NCU_KERNELS)
-    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--metrics", NCU_METRIC, "--csv",
-           "-k", f"regex:^({names})$", sys.executable, str(Path(__file__).resolve()), "--ncu-launch"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, cwd=ROOT, env=env)
-    except subprocess.TimeoutExpired as exc:
-        return {"skipped": f"ncu timed out after {NCU_TIMEOUT_S} s", "command": " ".join(cmd),
-                "output_tail": _text(exc.stdout)[-1500:] + _text(exc.stderr)[-1500:]}
-    found = parse_ncu_csv(done.stdout)
-    if not found:
-        return {"skipped": f"ncu gave no {NCU_METRIC} (exit {done.returncode})", "command": " ".join(cmd),
-                "output_tail": ncu_errors(done.stdout, done.stderr)}
-    return {"metric": NCU_METRIC, "shape": list(NCU_SHAPE), "command": " ".join(cmd), "conflicts": found}
+    """NCU_METRIC of the NCU_KERNELS references at NCU_SHAPE, by kernel function, or why not measured."""
+    run = ncu.measure("transpose", NCU_KERNELS, NCU_SHAPE, (NCU_METRIC,), NCU_TIMEOUT_S)
+    if not run.counts:
+        return {"skipped": run.problem, "command": " ".join(run.command), "output_tail": ncu_errors(run.output)}
+    return {"metric": NCU_METRIC, "shape": list(NCU_SHAPE), "command": " ".join(run.command),
+            "conflicts": {name: found[NCU_METRIC] for name, found in run.counts.items()}}
 
 
-def _text(data) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
-
-
-def ncu_errors(stdout: str, stderr: str, limit: int = 2500) -> str:
+def ncu_errors(output: str, limit: int = 2500) -> str:
     """What to show when ncu failed: its ==ERROR==/==WARNING== lines and the target's traceback, else the tail."""
-    lines = (stdout + "\n" + stderr).splitlines()
+    lines = output.splitlines()
     keep = [line for line in lines if line.startswith(("==ERROR==", "==WARNING==")) or "Error" in line
             or "error" in line]
     tail = "\n".join(lines[-25:])
@@ -106,22 +66,11 @@ def ncu_errors(stdout: str, stderr: str, limit: int = 2500) -> str:
     return text[-limit:]
 
 
-def parse_ncu_csv(text: str) -> dict[str, int]:
-    """Kernel name -> NCU_METRIC from ``ncu --csv`` output (its ==PROF== lines skipped)."""
-    rows = csv.DictReader(line for line in text.splitlines() if line.startswith('"'))
-    return {r["Kernel Name"]: int(float(r["Metric Value"].replace(",", "")))
-            for r in rows if r.get("Metric Name") == NCU_METRIC}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--budget-s", type=float, default=5.0, help="timing budget per kernel")
-    parser.add_argument("--ncu-launch", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.ncu_launch:
-        ncu_launch()
-        return 0
     gpu = detect_gpu()
     if gpu is None:
         print("transpose_bench: no CUDA GPU here; run it on a GPU worker")
@@ -144,7 +93,7 @@ def main() -> int:
               "targets_in_spec": spec.targets, "copy_gbps": copy_gbps, "kernels": kernels,
               "best_geometries": best_geometries, "ncu": ncu_bank_conflicts()}
     name = f"transpose-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    for folder in [ROOT / "benchmarks/results", args.out]:
+    for folder in [RESULTS, args.out]:
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(json.dumps(record, indent=2))

@@ -9,7 +9,8 @@ A track folder holds:
 - ``notebook.py``: ``build() -> NotebookNode``, the nbgrader source notebook (written to
   ``assignments/<name>/<name>.ipynb`` by ``workshop build``; a test fails when the committed one is stale);
 - ``solutions/``: the reference solution, and in ``solutions/wrong/`` known-wrong ones, each with the points
-  it must get on an ``expect:`` line (`expected_points`). Solutions never enter a release or a sandbox.
+  it must get on an ``expect:`` line (`expected_points`; a CUDA one also the grading statuses it may end in,
+  `expected_statuses`). Solutions never enter a release or a sandbox.
 
 Only ``spec.toml``, ``structure.toml`` and ``problem.py`` are visible to sandboxed grading children
 (`GRADER_FILES`).
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
+import operator
 import re
 import sys
 import tomllib
@@ -30,6 +33,10 @@ from graders import settings
 GRADER_FILES = ("spec.toml", "structure.toml", "problem.py")
 ENGINES = ("numba", "cuda")
 _EXPECT = re.compile(r"^(?:#|//) expect: (.*)$", re.MULTILINE)
+_STATUS = re.compile(r"^// status: (.*)$", re.MULTILINE)
+_BOUND = re.compile(r"^(\w+)(<=|>=|=|<|>)(\d+(?:\.\d+)?)$")
+_COMPARE = {"=": lambda a, b: math.isclose(a, b, abs_tol=1e-9), "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
 
 
 class TrackError(ValueError):
@@ -71,13 +78,51 @@ class Track:
         return module.build()
 
 
-def expected_points(path: Path) -> dict[str, float]:
-    """The points a known-wrong solution must get, from its ``expect:`` line (``# expect: zip_correct=0``
-    in a cell file, ``// expect: tiled_score=1`` in CUDA source): test cell grade_id = points."""
-    match = _EXPECT.search(path.read_text())
+@dataclass(frozen=True)
+class Expectation:
+    """The points one test cell must get: exactly a value (``("=", 0.0),``), or within bounds where they
+    depend on the GPU's speed (``(">", 1.0), ("<", 3.0)``: a correct kernel between floor and target)."""
+    bounds: tuple[tuple[str, float], ...]
+
+    def matches(self, points: float) -> bool:
+        return all(_COMPARE[op](points, value) for op, value in self.bounds)
+
+    def __str__(self) -> str:
+        return " and ".join(f"{op} {value:g}" for op, value in self.bounds)
+
+
+def expected_points(path: Path) -> dict[str, Expectation]:
+    """What a known-wrong solution must score, by test cell grade_id, from its ``expect:`` line:
+    ``# expect: zip_correct=0 zip_limits=0`` in a cell file, ``// expect: tiled_score=1`` in CUDA source.
+    Each item is GRADE_ID, one of ``= < <= > >=``, and points; a cell named twice gets both bounds
+    (``warptiling_score>1 warptiling_score<3``)."""
+    match = _EXPECT.search(Path(path).read_text())
     if not match:
         raise TrackError(f"{path} has no 'expect:' line")
-    return {k: float(v) for k, v in (item.split("=") for item in match.group(1).split())}
+    bounds: dict[str, tuple[tuple[str, float], ...]] = {}
+    for item in match.group(1).split():
+        parsed = _BOUND.match(item)
+        if not parsed:
+            raise TrackError(f"{path}: {item!r} in the expect: line is not GRADE_ID=POINTS (or <, <=, >, >=)")
+        grade_id, op, value = parsed.groups()
+        bounds[grade_id] = bounds.get(grade_id, ()) + ((op, float(value)),)
+    return {grade_id: Expectation(b) for grade_id, b in bounds.items()}
+
+
+def expected_statuses(path: Path) -> tuple[str, ...]:
+    """The grading statuses a known-wrong CUDA solution may end in, from its ``// status:`` line
+    (``// status: incorrect|oob_write``; ``ok`` for a correct one); () when it has none."""
+    match = _STATUS.search(Path(path).read_text())
+    return tuple(match.group(1).split("|")) if match else ()
+
+
+def graded_kernel(path: Path) -> str:
+    """The kernel a known-wrong CUDA solution is handed in as: the KERNEL of the one ``KERNEL_score`` cell on
+    its ``expect:`` line."""
+    kernels = [grade_id.removesuffix("_score") for grade_id in expected_points(path) if grade_id.endswith("_score")]
+    if len(kernels) != 1:
+        raise TrackError(f"{path}: its expect: line must name exactly one KERNEL_score cell, not {len(kernels)}")
+    return kernels[0]
 
 
 @functools.cache

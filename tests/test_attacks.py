@@ -20,10 +20,12 @@ import pytest
 from nbgrader.utils import is_grade, is_solution
 
 from graders.numba_engine import catalogue
-from nbgrader_course import Course
+from graders.tracks import expected_points
+from nbgrader_course import FULL_MARKS, unmet
 from workshop import course as nbg
 from workshop import submissions
-from workshop.cells import read_cells, read_expectations
+from workshop.cells import read_cells
+from workshop.course import Course
 
 pytestmark = pytest.mark.slow
 ATTACKS = Path(__file__).parent / "attacks"
@@ -96,10 +98,8 @@ def _answers(name: str, course: Course, listener: Listener) -> dict[str, str]:
     return answers
 
 
-def _expected(name: str) -> dict[str, float]:
-    expected = {f"{p.id}_{kind}": float(2 if kind == "correct" else 1)
-                for p in catalogue.PUZZLES for kind in ("correct", "limits")}
-    return expected | read_expectations(ATTACKS / f"{name}.py")
+def _test_cells() -> set[str]:
+    return {f"{p.id}_{part}" for p in catalogue.PUZZLES for part in FULL_MARKS}
 
 
 def _grader_files() -> list[Path]:
@@ -114,7 +114,9 @@ def test_attack_earns_only_its_honest_points_and_harms_nothing(course, listener,
     course.submit(attack, _answers(attack, course, listener))
     course.autograde(attack)
 
-    assert course.scores(attack) == _expected(attack)
+    scores = course.scores(attack)
+    assert set(scores) == _test_cells()
+    assert not unmet(scores, expected_points(ATTACKS / f"{attack}.py"))
     assert course.scores("victim") == victim_before
     assert _fingerprint(_grader_files() + [course.root / "nbgrader_config.py"]) == before_files
     assert listener.connections == []
@@ -169,7 +171,7 @@ def test_forged_cell_metadata_earns_nothing_extra(course):
     nbg.add_student(course.root, "forger", "Forger", "Test")
     nbg.nbgrader(course.root, "autograde", course.assignment, "--student=forger", "--force", check=False)
     scores = course.scores("forger")
-    assert set(scores) <= set(_expected("hostile"))
+    assert set(scores) <= _test_cells()
     assert sum(scores.values()) <= TOTAL - 3
     assert scores.get("zip_correct", 0) == 0
 

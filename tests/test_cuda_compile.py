@@ -3,18 +3,14 @@ from pathlib import Path
 
 import pytest
 
+from graders import tracks
 from graders.cuda_engine import compile as _cc
 from graders.cuda_engine.compile import CompileError, compile_cuda, header, parse_resources
 from graders.cuda_engine.spec import load_spec, resolve_geometry
 
 SPEC = load_spec("transpose")
 _REAL_PROGRAM = _cc.Program
-WRONG = sorted((Path(__file__).parents[1] / "tracks/transpose/solutions/wrong").glob("*.cu"))
-
-
-def tag(path: Path, key: str) -> str:
-    return next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
-                if line.startswith(f"// {key}:"))
+WRONG = tracks.get("transpose").wrong_solutions()
 
 
 @pytest.mark.parametrize("kernel_id", list(SPEC.kernels))
@@ -42,9 +38,10 @@ def test_shared_memory_padding_shows_in_the_report():
     assert sizes == {"tiled": 32 * 32 * 4, "padded": 32 * 33 * 4}
 
 
-@pytest.mark.parametrize("path", [p for p in WRONG if tag(p, "expect") != "compile_error"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in WRONG if "compile_error" not in tracks.expected_statuses(p)],
+                         ids=lambda p: p.stem)
 def test_wrong_solutions_compile(path):
-    kernel = SPEC.kernel(tag(path, "kernel"))
+    kernel = SPEC.kernel(tracks.graded_kernel(path))
     compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from graders import tracks
 from graders.cuda_engine.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,9 +55,7 @@ def run(exe: Path, shape) -> str:
 
 def wrong_kernel(name: str):
     path = WRONG / f"{name}.cu"
-    kernel_id = next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
-                     if line.startswith("// kernel:"))
-    return path, SPEC.kernel(kernel_id)
+    return path, SPEC.kernel(tracks.graded_kernel(path))
 
 
 @pytest.fixture(scope="module")

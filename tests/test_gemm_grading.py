@@ -24,14 +24,10 @@ from graders.cuda_engine.structure import (check_search, config_problem, expand_
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = load_spec("gemm")
-WRONG = sorted((ROOT / "tracks/gemm/solutions/wrong").glob("*.cu"))
+WRONG = tracks.get("gemm").wrong_solutions()
+STRUCTURE_CHECKS = load_structure("gemm").checks
 ORDER = ["naive", "coalesced", "smem", "blocktile1d", "blocktile2d", "vectorized", "linearize", "swizzle",
          "autotuned", "warptiling"]
-
-
-def tag(path: Path, key: str) -> str:
-    return next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
-                if line.startswith(f"// {key}:"))
 
 
 # --- spec ---------------------------------------------------------------------------------------------
@@ -97,10 +93,29 @@ def test_check_compiles_prints_the_launch_and_params(capsys):
     assert "Block 16x16 threads, tile 256x128, BK = 8, WM = 64, WN = 64." in out.out and out.err == ""
 
 
-@pytest.mark.parametrize("path", [p for p in WRONG if tag(p, "expect") != "compile_error"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in WRONG if "compile_error" not in tracks.expected_statuses(p)],
+                         ids=lambda p: p.stem)
 def test_wrong_solutions_compile(path):
-    kernel = SPEC.kernel(tag(path, "kernel"))
+    kernel = SPEC.kernel(tracks.graded_kernel(path))
     compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+
+
+@pytest.mark.parametrize("path", [p for p in WRONG if set(tracks.expected_points(p)) & set(STRUCTURE_CHECKS)],
+                         ids=lambda p: p.stem)
+def test_wrong_solutions_get_their_structural_points(path):
+    """The SASS cells a known-wrong kernel's expect: line names, graded without a GPU."""
+    from graders.cuda_engine import sass
+    from graders.cuda_engine.grade import KernelFailed
+    from graders.cuda_engine.structure import check_sass
+    if sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None:
+        pytest.skip("needs cuobjdump and nvdisasm")
+    for check_id, expected in tracks.expected_points(path).items():
+        if check_id in STRUCTURE_CHECKS:
+            try:
+                points = check_sass("gemm", check_id, path.read_text())
+            except KernelFailed:
+                points = 0
+            assert expected.matches(points), f"{check_id}: {points:g} points, expected {expected}"
 
 
 def test_broken_kernel_gives_a_readable_error():

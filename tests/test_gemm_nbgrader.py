@@ -10,7 +10,6 @@ from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.grade import check_compiles
 from graders.cuda_engine.structure import load_structure
-from nbgrader_course import Course
 from workshop import course as nbg
 from workshop import submissions
 
@@ -23,7 +22,7 @@ STRUCTURE = load_structure("gemm")
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    return Course(tmp_path_factory.mktemp("gemm-course"), "gemm")
+    return nbg.Course(tmp_path_factory.mktemp("gemm-course"), "gemm")
 
 
 def _cells(nb) -> dict[str, str]:

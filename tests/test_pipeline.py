@@ -9,10 +9,11 @@ import pytest
 from nbgrader.utils import is_grade
 
 from graders.numba_engine import catalogue
-from nbgrader_course import Course, all_mistakes
+from nbgrader_course import all_mistakes, unmet
 from workshop import course as nbg
 from workshop import submissions
 from workshop.cells import read_cells
+from workshop.course import Course
 
 pytestmark = pytest.mark.slow
 TOTAL = 3 * len(catalogue.PUZZLES)
@@ -54,9 +55,7 @@ def test_each_mistake_costs_exactly_its_own_points_and_hangs_are_stopped(course)
     course.autograde("mistakes")
     elapsed = time.monotonic() - start
     scores = course.scores("mistakes")
-    for cell, score in scores.items():
-        full = 2 if cell.endswith("_correct") else 1
-        assert score == expected.get(cell, full), cell
+    assert len(scores) == 2 * len(catalogue.PUZZLES) and not unmet(scores, expected)
     # one kernel hang (WORKSHOP_KERNEL_TIMEOUT) and one cell hang (WORKSHOP_CELL_TIMEOUT) plus the rest
     assert elapsed < 5 + 20 + 90
     outputs = {c.metadata.nbgrader["grade_id"]: c.outputs for c in course.autograded("mistakes").cells if is_grade(c)}

@@ -6,8 +6,9 @@ import pytest
 from graders.numba_engine import catalogue
 from graders.numba_engine import grade as puzzle_grade
 from graders.numba_engine.grade import PuzzleFailed, check, grade_correctness, grade_limits
+from graders.tracks import expected_points
 from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
-from workshop.cells import read_cells, read_expectations
+from workshop.cells import read_cells
 
 WRONG = sorted(SOLUTIONS.glob("wrong/*.py"))
 KERNEL_LEVEL_WRONG = [p for p in WRONG if "_cell_" not in p.stem]   # cell-level ones run under nbgrader
@@ -37,7 +38,7 @@ def test_known_wrong_solution_loses_exactly_what_it_says(path):
     puzzle = catalogue.get(puzzle_id)
     kernel = run_cells(source)[puzzle.kernel_name]
     for part, grade in (("correct", grade_correctness), ("limits", grade_limits)):
-        if read_expectations(path)[f"{puzzle_id}_{part}"] == 0:
+        if expected_points(path)[f"{puzzle_id}_{part}"].matches(0):
             with pytest.raises(PuzzleFailed):
                 grade(puzzle_id, kernel)
         else:

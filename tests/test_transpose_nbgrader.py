@@ -6,7 +6,6 @@ from nbgrader.api import Gradebook
 
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.grade import check_compiles
-from nbgrader_course import Course
 from transpose_cells import SPEC, slow_source
 from workshop import course as nbg
 from workshop import submissions
@@ -16,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    return Course(tmp_path_factory.mktemp("transpose-course"), "transpose")
+    return nbg.Course(tmp_path_factory.mktemp("transpose-course"), "transpose")
 
 
 def _cells(nb) -> dict[str, str]:

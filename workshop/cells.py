@@ -25,13 +25,3 @@ def exec_cell(source: str, namespace: dict, filename: str) -> None:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     exec(compile(source, filename, "exec"), namespace)
 
-
-_EXPECT = re.compile(r"^# expect: (.*)$", re.MULTILINE)
-
-
-def read_expectations(path: Path) -> dict[str, float]:
-    """The scores a known-wrong solution file says its cells get: ``# expect: zip_correct=0 zip_limits=0``."""
-    match = _EXPECT.search(Path(path).read_text())
-    if not match:
-        raise ValueError(f"{path} has no '# expect:' line")
-    return {k: float(v) for k, v in (item.split("=") for item in match.group(1).split())}

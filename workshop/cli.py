@@ -3,6 +3,9 @@
   workshop demo              release, submit three notebooks, autograde, export, summarise (scratch dir)
   workshop build [TRACK...]  write assignments/<track>/<track>.ipynb from tracks/<track>/ (--check: only say
                              which are stale, exit 1 if any)
+  workshop targets TRACK RECORD.json...
+                             print each kernel's target = fraction x its measured ratio in benchmark
+                             records (--fraction, default 0.95); --write sets them in the track's spec
 """
 from __future__ import annotations
 
@@ -20,8 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     build = sub.add_parser("build", help="write the source notebooks of the tracks (default: all)")
     build.add_argument("tracks", nargs="*", help="track names (folders under tracks/)")
     build.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook is stale")
+    targets = sub.add_parser("targets", help="a CUDA track's speed targets from benchmark records")
+    targets.add_argument("track", help="track name (a folder under tracks/)")
+    targets.add_argument("records", nargs="+", type=Path, help="benchmark JSON (benchmarks/results/); with several, "
+                                                                "each kernel's lowest ratio counts")
+    targets.add_argument("--fraction", type=float, default=0.95, help="target = FRACTION x measured ratio")
+    targets.add_argument("--write", action="store_true", help="write the targets into tracks/TRACK/spec.toml")
     args = parser.parse_args(argv)
 
+    if args.command == "targets":
+        return _targets(args.track, args.records, args.fraction, args.write)
     if args.command == "build":
         return _build(args.tracks, args.check)
     from workshop.demo import run_demo
@@ -39,6 +50,19 @@ def _build(names: list[str], check: bool) -> int:
         else:
             print(f"{track.notebook_path}: {'written' if notebooks.write(track) else 'up to date'}")
     return 1 if stale else 0
+
+
+def _targets(name: str, records: list[Path], fraction: float, write: bool) -> int:
+    from graders import tracks
+    from workshop import targets
+    try:
+        track = tracks.get(name)
+        if track.engine != "cuda":
+            raise targets.TargetsError(f"{name} is a {track.engine} track: only CUDA tracks have speed targets")
+        return targets.run(track.spec_path, records, fraction, write)
+    except (OSError, ValueError) as exc:   # no such track or record, a bad spec or record, a target under its floor
+        print(f"workshop targets: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

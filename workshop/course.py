@@ -1,4 +1,5 @@
-"""Drive nbgrader's own CLI in a course directory (the repository root, or a scratch copy of it)."""
+"""Drive nbgrader's own CLI in a course directory (the repository root, or a scratch copy of it); `Course`
+is a scratch course that submissions are saved to, autograded in and scored from."""
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from graders.settings import ROOT
+from workshop import submissions
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -51,3 +53,60 @@ def autograde(course: Path, assignment: str, student: str) -> float:
     start = time.monotonic()
     nbgrader(course, "autograde", assignment, f"--student={student}", "--force")
     return time.monotonic() - start
+
+
+class Course:
+    """A scratch course directory with one assignment released: submit notebooks, autograde them, read the
+    gradebook (tests and benchmarks grade through it exactly as the course does)."""
+
+    def __init__(self, root: Path, assignment: str = "puzzles"):
+        self.root, self.assignment = make_course(root, [assignment]), assignment
+        self.release = release(self.root, assignment)
+
+    def submit(self, student: str, answers: dict[str, str]) -> Path:
+        """Add ``student`` and save the released notebook with ``answers`` (solution cells by grade_id)."""
+        add_student(self.root, student, student.title(), "Test")
+        return submissions.write(self.root, student, self.assignment, submissions.fill(self.release, answers))
+
+    def autograde(self, student: str) -> float:
+        return autograde(self.root, self.assignment, student)
+
+    def scores(self, student: str) -> dict[str, float]:
+        """The student's points per graded cell, by grade_id, from the gradebook."""
+        from gradebook.summary import cell_scores
+        table = cell_scores(f"sqlite:///{self.root / 'gradebook.db'}", self.assignment)
+        rows = table[table.student == student]
+        return dict(zip(rows.cell, rows.score))
+
+    def autograded(self, student: str):
+        """The student's autograded notebook (an nbformat NotebookNode)."""
+        import nbformat
+        path = self.root / "autograded" / student / self.assignment / f"{self.assignment}.ipynb"
+        return nbformat.read(str(path), as_version=4)
+
+
+class Autograding:
+    """Submissions to one course, autograded one at a time: the seconds each took and its per-cell scores."""
+
+    def __init__(self, course: Course):
+        self.course = course
+        self.seconds: dict[str, float] = {}
+        self.scores: dict[str, dict[str, float]] = {}
+
+    def grade(self, student: str, answers: dict[str, str]) -> dict[str, float]:
+        self.course.submit(student, answers)
+        self.seconds[student] = round(self.course.autograde(student), 1)   # raises if nbgrader fails
+        self.scores[student] = scores = self.course.scores(student)
+        print(f"\n{student}: {self.seconds[student]} s, {scores}")
+        return scores
+
+    def test_cell_outputs(self, student: str) -> dict[str, list]:
+        """The outputs of each graded cell of the student's autograded notebook, by grade_id."""
+        nb = self.course.autograded(student)
+        return {c.metadata["nbgrader"]["grade_id"]: c.get("outputs", []) for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def stderr_text(outputs: list) -> str:
+    """What a cell wrote to stderr (nbgrader scores a test cell with any stderr output as 0)."""
+    return "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")

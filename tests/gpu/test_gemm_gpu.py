@@ -3,35 +3,38 @@
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_gemm_gpu.py -x -q -s`` (``-s`` shows the
 measurements). Each grading runs in its own child process, cuBLAS timed in the same child. The references'
 table (GFLOP/s and % of cuBLAS at the spec's 4096^3) is written to ``benchmarks/results/gemm-<date>.json``
-with its chart (``.png``), and copied to ``$OUT`` when that is set; ``benchmarks/gemm_bench.py --merge``
-adds other sizes to it.
+with its chart (``.png``, `workshop.records`), and copied to ``$OUT`` when that is set;
+``python -m benchmarks.gemm_bench --merge`` adds other sizes to it.
 """
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from graders import tracks
 from graders.settings import ROOT
 from graders.cuda_engine.spec import load_spec
-from graders.cuda_engine.grade import KernelFailed, grade_kernel, report
-from graders.cuda_engine.structure import check_sass, load_structure, tune_launch
-
-sys.path.insert(0, str(ROOT))
-from benchmarks import gemm_bench  # noqa: E402
+from graders.cuda_engine.grade import grade_kernel, report
+from graders.cuda_engine.structure import tune_launch
+from workshop import ncu, records
 
 pytestmark = pytest.mark.gpu
 
 SPEC = load_spec("gemm")
 BUDGET_S = float(os.environ.get("GEMM_TEST_BUDGET_S", "2.0"))   # per grading here (the spec's is for grading)
-WRONG = sorted((ROOT / "tracks/gemm/solutions/wrong").glob("*.cu"))
+WRONG = tracks.get("gemm").wrong_solutions()
+SLOW = ROOT / "tracks/gemm/solutions/wrong/slow_warptiling.cu"
 GOAL = 0.937          # the warp-tiling reference's goal: 93.7% of cuBLAS
 
 
-def tag(path: Path, key: str) -> str:
-    return next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
-                if line.startswith(f"// {key}:"))
+def assert_as_expected(path, result: dict) -> None:
+    """``result`` (the grading of a known-wrong file) ends in a status its ``status:`` line allows, with the
+    points its ``expect:`` line says (its structural cells are graded without a GPU, in test_gemm_grading)."""
+    kernel_id = tracks.graded_kernel(path)
+    expected = tracks.expected_points(path)[f"{kernel_id}_score"]
+    assert result["status"] in tracks.expected_statuses(path), result["message"]
+    assert expected.matches(result["score"]["total"]), f"{result['score']['total']:g} points, expected {expected}"
 
 
 def grade(kernel_id: str, source: str, **options) -> dict:
@@ -48,13 +51,13 @@ def record() -> dict:
     environment = None
     for kid, kernel in SPEC.kernels.items():
         result = grade(kid, kernel.reference.read_text())
-        rows[kid] = gemm_bench.summarize(result)
+        rows[kid] = records.gemm_row(result)
         environment = environment or result.get("environment")
-    record = gemm_bench.new_record(environment)
-    record["sizes"][gemm_bench.label(SPEC.kernel("warptiling").perf_shape)] = gemm_bench.size_entry(rows)
+    record = records.new_gemm_record(environment)
+    record["sizes"][records.label(SPEC.kernel("warptiling").perf_shape)] = records.gemm_size_entry(rows)
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
-    path = gemm_bench.write_record(record, out)
-    print("\n" + gemm_bench.table(record) + f"\nwrote {path}")
+    path = records.write_gemm_record(record, out)
+    print("\n" + records.gemm_table(record) + f"\nwrote {path}")
     record["_path"] = path
     return record
 
@@ -111,8 +114,8 @@ def test_autotuned_runs_another_configuration():
 
 
 def test_slow_kernel_scores_lower_than_the_reference(record):
-    result = grade("warptiling", (ROOT / "tracks/gemm/solutions/wrong/slow_warptiling.cu").read_text())
-    assert result["status"] == "ok", result["message"]
+    result = grade("warptiling", SLOW.read_text())
+    assert_as_expected(SLOW, result)
     reference = rows(record)["warptiling"]
     assert result["timing"]["ratio"] < reference["ratio"]
     assert result["score"]["total"] <= reference["score"]["total"]
@@ -120,37 +123,24 @@ def test_slow_kernel_scores_lower_than_the_reference(record):
 
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
 def test_wrong_submission_is_caught(path):
-    expected = tag(path, "expect").split("|")
-    if expected == ["low_score"]:
+    if path == SLOW:
         pytest.skip("graded in test_slow_kernel_scores_lower_than_the_reference")
-    kernel_id = tag(path, "kernel")
-    if expected == ["sass"]:   # correct and timed, but its structural check fails
-        result = grade(kernel_id, path.read_text())
-        assert result["status"] == "ok", result["message"]
-        from graders.cuda_engine import sass
-        if sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None:
-            pytest.skip("graded correct; its SASS check needs cuobjdump and nvdisasm, not found here")
-        check_id = next(c.id for c in load_structure("gemm").checks.values() if c.kernel == kernel_id)
-        with pytest.raises(KernelFailed, match="LDG.E.128"):
-            check_sass("gemm", check_id, path.read_text())
-        return
-    result = grade(kernel_id, path.read_text())
-    assert result["status"] in expected, result["message"]
-    assert result["score"]["total"] == 0
+    result = grade(tracks.graded_kernel(path), path.read_text())
+    assert_as_expected(path, result)
     if path.stem == "compile_error":
         assert "line 10" in result["message"]
 
 
 def test_bank_conflict_fixes_show_in_ncu(record):
-    ncu = gemm_bench.ncu_bank_conflicts()
+    conflicts = ncu.gemm_bank_conflicts()
     path = record["_path"]
     saved = json.loads(path.read_text())
-    saved["ncu"] = ncu
+    saved["ncu"] = conflicts
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
-    gemm_bench.write_record(saved, out, path.name)
-    if "skipped" in ncu:
-        pytest.skip(f"ncu: {ncu['skipped']} {ncu.get('errors', '')}")
-    counts = ncu["conflicts"]
+    records.write_gemm_record(saved, out, path.name)
+    if "skipped" in conflicts:
+        pytest.skip(f"ncu: {conflicts['skipped']} {conflicts.get('errors', '')}")
+    counts = conflicts["conflicts"]
     print("\nshared-memory bank conflicts (loads / stores):", counts)
     assert counts["linearize"]["ld"] < counts["vectorized"]["ld"]
     assert counts["swizzle"]["ld"] < counts["vectorized"]["ld"]

@@ -3,10 +3,9 @@
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_transpose_gpu.py -x -q -s``
 (``-s`` shows the measurements). Each grading runs in its own child process.
 """
-from pathlib import Path
-
 import pytest
 
+from graders import tracks
 from graders.settings import ROOT
 from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.grade import grade_kernel, report
@@ -17,12 +16,17 @@ SPEC = load_spec("transpose")
 BUDGET_S = 3.0                 # timing budget per grading here (the spec's is for real grading)
 HANG_TIMEOUT_S = 30.0
 REGRADES = 5
-WRONG = sorted((ROOT / "tracks/transpose/solutions/wrong").glob("*.cu"))
+WRONG = tracks.get("transpose").wrong_solutions()
+SLOW = ROOT / "tracks/transpose/solutions/wrong/slow_tiled.cu"
 
 
-def tag(path: Path, key: str) -> str:
-    return next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()
-                if line.startswith(f"// {key}:"))
+def assert_as_expected(path, result: dict) -> None:
+    """``result`` (the grading of a known-wrong file) ends in a status its ``status:`` line allows, with the
+    points its ``expect:`` line says."""
+    kernel_id = tracks.graded_kernel(path)
+    expected = tracks.expected_points(path)[f"{kernel_id}_score"]
+    assert result["status"] in tracks.expected_statuses(path), result["message"]
+    assert expected.matches(result["score"]["total"]), f"{result['score']['total']:g} points, expected {expected}"
 
 
 def grade(kernel_id: str, source: str, **options) -> dict:
@@ -93,8 +97,8 @@ def test_student_geometry_is_used():
 
 
 def test_slow_kernel_scores_lower_than_the_reference(references):
-    result = grade("tiled", (ROOT / "tracks/transpose/solutions/wrong/slow_tiled.cu").read_text())
-    assert result["status"] == "ok"
+    result = grade("tiled", SLOW.read_text())
+    assert_as_expected(SLOW, result)
     reference = references["tiled"]
     assert result["timing"]["ratio"] < reference["timing"]["ratio"]
     assert result["score"]["total"] < reference["score"]["total"]
@@ -102,14 +106,13 @@ def test_slow_kernel_scores_lower_than_the_reference(references):
 
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
 def test_wrong_submission_is_caught(path):
-    expected = tag(path, "expect").split("|")
-    if expected == ["low_score"]:
+    if path == SLOW:
         pytest.skip("graded in test_slow_kernel_scores_lower_than_the_reference")
-    timeout = HANG_TIMEOUT_S if "timeout" in expected else None
-    result = grade(tag(path, "kernel"), path.read_text(), timeout_s=timeout)
-    assert result["status"] in expected, result["message"]
-    assert result["score"]["total"] == 0
-    if "timeout" in expected:
+    statuses = tracks.expected_statuses(path)
+    timeout = HANG_TIMEOUT_S if "timeout" in statuses else None
+    result = grade(tracks.graded_kernel(path), path.read_text(), timeout_s=timeout)
+    assert_as_expected(path, result)
+    if "timeout" in statuses:
         assert result["seconds"] < HANG_TIMEOUT_S + 10
     if path.stem == "lazy_after_warmup":
         assert "after being timed" in result["message"]

@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from gpu_record import write_gpu_record
-from nbgrader_course import Autograding, Course, stderr_text
 from transpose_cells import SPEC, slow_source
 from workshop import submissions
+from workshop.course import Autograding, Course, stderr_text
+from workshop.records import write_gpu_record
 
 pytestmark = pytest.mark.gpu
 FULL = {f"{kid}_score": k.points for kid, k in SPEC.kernels.items()}

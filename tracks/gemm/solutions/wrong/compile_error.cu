@@ -1,5 +1,5 @@
-// kernel: naive
-// expect: compile_error
+// expect: naive_score=0
+// status: compile_error
 // No semicolon at the end of line 9: the compiler reports line 10 (the next statement) of the cell.
 extern "C" __global__ void sgemm_naive(float* C, const float* A, const float* B, int M, int N, int K)
 {

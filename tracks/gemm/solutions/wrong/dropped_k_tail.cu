@@ -1,5 +1,5 @@
-// kernel: smem
-// expect: incorrect
+// expect: smem_score=0
+// status: incorrect
 // Kernel 3 whose K loop stops at the last whole slab (k0 + BK <= K): when K is not a multiple of BK the
 // last K % BK products of every dot product are missing. Only a few percent of each sum, but far outside
 // fp32 rounding error.

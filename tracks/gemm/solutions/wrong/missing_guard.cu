@@ -1,5 +1,5 @@
-// kernel: blocktile1d
-// expect: oob_write|incorrect|crashed
+// expect: blocktile1d_score=0
+// status: oob_write|incorrect|crashed
 // Kernel 4 without its bounds checks: fine when M, N and K are multiples of the tile, but at 1000 x 1030 x 77
 // it reads past the ends of A and B and writes rows of C that do not exist (caught by the guard bands).
 #define BM TILE_Y

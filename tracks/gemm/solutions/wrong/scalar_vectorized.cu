@@ -1,5 +1,5 @@
-// kernel: vectorized
-// expect: sass
+// expect: vectorized_score>=1 vectorized_score<2 vectorized_sass=0
+// status: ok
 // Kernel 5 (scalar loads) handed in as the vectorized kernel: correct and nearly as fast, but its SASS has
 // only 32-bit global loads (LDG.E), so the structural check fails.
 #define BM TILE_Y

@@ -1,7 +1,7 @@
-// kernel: warptiling
-// expect: low_score
-// Kernel 6 (vectorized 2D block tiling, no warp tiles, no double buffering) handed in as the warp-tiling
-// kernel: correct under the same launch (16 x 16 threads, 128 x 256 tile, so 8 x 16 outputs a thread;
+// expect: warptiling_score>1 warptiling_score<3 warptiling_sass=1
+// status: ok
+// Kernel 6 (vectorized 2D block tiling, no warp tiles, no double buffering) handed in as the
+// warp-tiling kernel: correct under the same launch (16 x 16 threads, 128 x 256 tile, so 8 x 16 outputs a thread;
 // BK = 8), but slower than the reference. At this tile a thread's 16 columns of B are 64 bytes apart from
 // its neighbour's, so each quarter warp's LDS.128 of B lands 4 lanes on the same banks (a 4-way conflict).
 #define BM TILE_Y

@@ -1,5 +1,5 @@
-// kernel: coalesced
-// expect: incorrect
+// expect: coalesced_score=0
+// status: incorrect
 // Reads B by row instead of by column (B[col * K + k], i.e. B transposed): right only where B happens to be
 // symmetric, which random inputs never are.
 extern "C" __global__ void sgemm_coalesced(float* C, const float* A, const float* B, int M, int N, int K)

@@ -1,5 +1,5 @@
-// kernel: naive
-// expect: compile_error
+// expect: naive_score=0
+// status: compile_error
 // A missing semicolon on line 8 (the line the compile error must name: line 8 or 9).
 extern "C" __global__ void transpose_naive(float* out, const float* in, int rows, int cols)
 {

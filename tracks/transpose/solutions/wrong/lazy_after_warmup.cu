@@ -1,5 +1,5 @@
-// kernel: padded
-// expect: incorrect
+// expect: padded_score=0
+// status: incorrect
 // Correct for its first 200000 blocks (the correctness checks and the start of timing), then every block
 // returns at once: fast, wrong results. The check after timing catches it.
 __device__ unsigned int blocks_run = 0;

@@ -1,5 +1,5 @@
-// kernel: tiled
-// expect: incorrect|oob_write|crashed
+// expect: tiled_score=0
+// status: incorrect|oob_write|crashed
 // The tiled transpose without bounds checks: fine when rows and cols are multiples of 32, wrong otherwise.
 extern "C" __global__ void transpose_tiled(float* out, const float* in, int rows, int cols)
 {

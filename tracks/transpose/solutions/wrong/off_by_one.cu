@@ -1,5 +1,5 @@
-// kernel: padded
-// expect: incorrect|oob_write
+// expect: padded_score=0
+// status: incorrect|oob_write
 // The padded transpose with `<=` in the write guard: one extra column of `out` per tile gets written,
 // which lands in the next row (or past the end of the matrix).
 extern "C" __global__ void transpose_padded(float* out, const float* in, int rows, int cols)

@@ -1,5 +1,5 @@
-// kernel: naive
-// expect: oob_write
+// expect: naive_score=0
+// status: oob_write
 // A correct naive transpose that also writes one value 8 elements past the end of `out`.
 extern "C" __global__ void transpose_naive(float* out, const float* in, int rows, int cols)
 {

@@ -1,0 +1,2 @@
+"""GPU benchmarks and the scripts that run them on a GPU worker; run each from the repository root as
+``python -m benchmarks.<name>``. What they measure lands in ``benchmarks/results/``."""

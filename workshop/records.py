@@ -1,0 +1,135 @@
+"""Records of GPU runs: JSON files in ``benchmarks/results/`` (`graders.settings.RESULTS`), each copied to
+``$OUT`` when that is set (a device run brings back what is there).
+
+- `write_gpu_record`: what a run measured (the nbgrader runs' seconds and scores), with the GPU, the date
+  and the versions: ``<prefix>-<date>-<time>.json``;
+- the GEMM worklog record, ``gemm-<date>-<time>.json`` and its chart (``.png``): each reference kernel's
+  GFLOP/s, ratio to cuBLAS and score, at each size graded. The GEMM GPU tests write it at the spec's
+  ``perf_shape``, ``python -m benchmarks.gemm_bench`` adds sizes, launch variants and ncu counts, and
+  ``workshop targets`` reads the ratios (`workshop.targets`).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shutil
+import time
+from importlib import metadata
+from pathlib import Path
+
+from graders.settings import RESULTS
+
+
+def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...] = ()) -> Path:
+    """Write ``<prefix>-<date-time>.json``: ``what``, the GPU, the date, the versions (the grader's, and
+    ``dists``'), then ``fields``. Returns its path in benchmarks/results."""
+    from graders.cuda_engine.timing import versions
+    from graders.gpu import detect_gpu
+    gpu = detect_gpu()
+    found = versions()
+    for dist in dists:
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = None
+    now = datetime.datetime.now(datetime.timezone.utc)
+    record = {"what": what, "gpu": gpu.name if gpu else None, "date": now.isoformat(timespec="seconds"),
+              "python": platform.python_version(), "versions": found, **fields}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{prefix}-{now:%Y%m%d-%H%M%S}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    if os.environ.get("OUT"):
+        shutil.copy(path, os.environ["OUT"])
+    print(json.dumps(record, indent=2))
+    return path
+
+
+# --- the GEMM worklog record ---------------------------------------------------------------------------
+
+def label(shape) -> str:
+    """A shape as the records name it: ``4096x4096x4096``."""
+    return "x".join(map(str, shape))
+
+
+def gemm_row(result: dict) -> dict:
+    """One reference's row from its grading result (`graders.cuda_engine.grade.grade_kernel`, as a dict)."""
+    row = {"status": result["status"], "message": result["message"], "score": result["score"],
+           "geometry": result.get("geometry"), "seconds": result.get("seconds"),
+           "compile": result.get("compile", {}).get("resources")}
+    timing = result.get("timing")
+    if timing:
+        row |= {"gflops": timing["kernel"]["throughput"] / 1e9, "cublas_gflops": timing["baseline"]["throughput"] / 1e9,
+                "ratio": timing["ratio"], "suggested_target": round(0.95 * timing["ratio"], 3),
+                "kernel_ms": timing["kernel"]["median_s"] * 1e3, "cublas_ms": timing["baseline"]["median_s"] * 1e3,
+                "rse": timing["kernel"]["rse"], "samples": timing["kernel"]["samples"], "shape": timing["shape"]}
+    if result["status"] != "ok" and result.get("stderr"):
+        row["stderr_tail"] = result["stderr"][-1500:]
+    return row
+
+
+def gemm_size_entry(rows: dict[str, dict]) -> dict:
+    """The record's entry for one size: the rows by kernel id and the median cuBLAS GFLOP/s among them."""
+    cublas = [r["cublas_gflops"] for r in rows.values() if r.get("cublas_gflops")]
+    return {"cublas_gflops": sorted(cublas)[len(cublas) // 2] if cublas else None, "kernels": rows}
+
+
+def new_gemm_record(environment: dict | None) -> dict:
+    """An empty GEMM worklog record (``sizes`` to fill) for the GPU ``environment`` a grading reported."""
+    from graders.cuda_engine.spec import load_spec
+    from graders.gpu import detect_gpu
+    spec = load_spec("gemm")
+    gpu = detect_gpu()
+    return {"gpu": (environment or {}).get("gpu") or (gpu.name if gpu else None),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment,
+            "targets_in_spec": spec.targets, "graded_shape": label(next(iter(spec.kernels.values())).perf_shape),
+            "sizes": {}}
+
+
+def write_gemm_record(record: dict, out: Path | None, name: str | None = None) -> Path:
+    """Write the record and its chart to benchmarks/results (and ``out``); returns the JSON's path there."""
+    from graders.cuda_engine.worklog_chart import plot
+    name = name or f"gemm-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    for folder in dict.fromkeys([RESULTS, out]):
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(json.dumps(record, indent=2))
+            if not record["sizes"]:
+                continue
+            try:
+                plot(record, (folder / name).with_suffix(".png"))
+            except Exception as exc:  # the numbers matter more than the picture
+                print(f"chart not drawn: {exc}")
+    return RESULTS / name
+
+
+def gemm_table(record: dict) -> str:
+    """The record as a text table: each size's kernels, the warp-tiling variants, the ncu counts."""
+    lines = [f"{record['gpu']}  (targets in spec: {record['targets_in_spec']}; graded at {record['graded_shape']})"]
+    for size, entry in record["sizes"].items():
+        lines.append(f"{size}: cuBLAS {entry['cublas_gflops'] or 0:.0f} GFLOP/s")
+        lines.append(f"  {'kernel':<13}{'status':<10}{'GFLOP/s':>9}{'% cuBLAS':>10}{'ms':>9}{'rse':>8}{'points':>8}"
+                     f"{'sugg.':>7}")
+        for kid, r in entry["kernels"].items():
+            if "ratio" in r:
+                lines.append(f"  {kid:<13}{r['status']:<10}{r['gflops']:>9.0f}{100 * r['ratio']:>9.1f}%"
+                             f"{r['kernel_ms']:>9.3f}{r['rse']:>8.4f}{r['score']['total']:>8.2f}"
+                             f"{r['suggested_target']:>7.3f}")
+            else:
+                lines.append(f"  {kid:<13}{r['status']:<10}  {r['message'][:70]}")
+    for v in record.get("warptiling_variants", []):
+        lines.append(f"warptiling block {v['block']} tile {v['tile']} {v['params']} at {v['shape']}: {v['status']}" +
+                     (f", {v['gflops']:.0f} GFLOP/s, {100 * v['ratio']:.1f}% of cuBLAS" if "ratio" in v else
+                      f" {v['message'][:80]}"))
+    ncu = record.get("ncu")
+    if ncu:
+        counts = ", ".join(f"{k} {_count(v.get('ld'))} / {_count(v.get('st'))}" for k, v in ncu["conflicts"].items()) \
+            if "conflicts" in ncu else ncu["skipped"]
+        where = f" at {label(ncu['shape'])}" if "shape" in ncu else ""
+        lines.append(f"ncu bank conflicts{where} (shared loads / stores): {counts}")
+    return "\n".join(lines)
+
+
+def _count(n) -> str:
+    return f"{n:,}" if isinstance(n, int) else "?"

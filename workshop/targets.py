@@ -1,0 +1,129 @@
+"""``workshop targets``: a CUDA track's speed targets from measured numbers.
+
+A benchmark record holds each reference kernel's measured speed ratio (kernel / baseline throughput, as
+graded): ``kernels.<id>.ratio`` in a ``transpose-<date>.json`` of ``python -m benchmarks.transpose_bench``,
+``sizes.<perf_shape>.kernels.<id>.ratio`` in a GEMM worklog record (`workshop.records`). Each kernel's
+target becomes ``fraction`` x its ratio (the lowest ratio when several records are given), rounded to two
+significant digits, so that its reference earns full marks run after run. With ``write``, only the
+``target = ...`` lines of the spec's ``[[kernel]]`` tables whose value changes are rewritten (a kernel
+without one gets one after its ``id``), comments and all else kept, and ``[assignment]`` says
+``targets = "measured"``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from graders.cuda_engine.spec import AssignmentSpec, load_spec
+
+_TABLE = re.compile(r"^\s*\[\[?\s*[A-Za-z_][\w.-]*\s*\]\]?\s*(#.*)?$")   # a table header line
+_ID = re.compile(r'^\s*id\s*=\s*"([^"]+)"')
+_TARGET = re.compile(r"^(\s*target\s*=\s*)([^#\n]*?)(\s*(?:#.*)?)$")
+_TARGETS = re.compile(r"^(\s*targets\s*=\s*)[^#\n]*?(\s*(?:#.*)?)$")
+
+
+class TargetsError(ValueError):
+    """A record holds no usable ratios for the spec, or a new target would not be above its floor."""
+
+
+def measured_ratios(record: dict, spec: AssignmentSpec) -> dict[str, float]:
+    """Each kernel's measured ratio in ``record``, for the kernels of ``spec`` it measured at their perf_shape."""
+    rows = record.get("kernels")
+    if rows is None:   # a GEMM worklog record: one entry per size
+        sizes = record.get("sizes", {})
+        rows = next((sizes[label] for label in sizes if _shape(label) in _perf_shapes(spec)), {}).get("kernels", {})
+    ratios = {}
+    for kid, row in rows.items():
+        if kid in spec.kernels and "ratio" in row:
+            wanted = spec.kernel(kid).perf_shape
+            shape = tuple(row.get("shape") or wanted)
+            if shape != wanted:
+                raise TargetsError(f"{kid} was measured at {shape}, not at its perf_shape {wanted}")
+            ratios[kid] = float(row["ratio"])
+    return ratios
+
+
+def lowest_ratios(records: list[Path], spec: AssignmentSpec) -> dict[str, float]:
+    """The lowest ratio each kernel of ``spec`` reached across ``records`` (JSON files)."""
+    lowest: dict[str, float] = {}
+    for path in records:
+        found = measured_ratios(json.loads(Path(path).read_text()), spec)
+        if not found:
+            raise TargetsError(f"{path} holds no measured ratio of a kernel of {spec.path}")
+        for kid, ratio in found.items():
+            lowest[kid] = min(ratio, lowest.get(kid, ratio))
+    return lowest
+
+
+def new_targets(ratios: dict[str, float], fraction: float) -> dict[str, float]:
+    return {kid: float(f"{fraction * ratio:.2g}") for kid, ratio in ratios.items()}
+
+
+def rewrite_spec(text: str, targets: dict[str, float]) -> str:
+    """The spec's text with each ``[[kernel]]`` table's target set from ``targets`` (by kernel id) and
+    ``targets = "measured"`` in ``[assignment]``; every other line as it was."""
+    lines = text.splitlines(keepends=True)
+    tables = [i for i, line in enumerate(lines) if _TABLE.match(line)] + [len(lines)]
+    out = lines[:tables[0]]
+    for start, end in zip(tables, tables[1:]):
+        block = lines[start:end]
+        header = block[0].strip()
+        if header == "[assignment]":
+            block = _set_measured(block)
+        elif header == "[[kernel]]":
+            kid = next((m.group(1) for m in map(_ID.match, block) if m), None)
+            if kid in targets:
+                block = _set_target(block, targets[kid])
+        out += block
+    return "".join(out)
+
+
+def _set_target(block: list[str], target: float) -> list[str]:
+    for i, line in enumerate(block):
+        match = _TARGET.match(line)
+        if match and float(match.group(2)) == target:
+            return block
+        if match:
+            return block[:i] + [_TARGET.sub(rf"\g<1>{target:g}\g<3>", line)] + block[i + 1:]
+    at = next(i for i, line in enumerate(block) if _ID.match(line)) + 1
+    return block[:at] + [f"target = {target:g}\n"] + block[at:]
+
+
+def _set_measured(block: list[str]) -> list[str]:
+    for i, line in enumerate(block):
+        if _TARGETS.match(line):
+            return block[:i] + [_TARGETS.sub(r'\g<1>"measured"\g<2>', line)] + block[i + 1:]
+    return block[:1] + ['targets = "measured"\n'] + block[1:]
+
+
+def run(spec_path: Path, records: list[Path], fraction: float, write: bool) -> int:
+    """Print each kernel's measured ratio and new target (and with ``write``, write them into the spec)."""
+    spec = load_spec(spec_path)
+    ratios = lowest_ratios(records, spec)
+    targets = new_targets(ratios, fraction)
+    print(f"{spec.path}: target = {fraction:g} x the measured ratio"
+          f"{' (the lowest of the records)' if len(records) > 1 else ''}")
+    for kid, kernel in spec.kernels.items():
+        if kid not in targets:
+            print(f"  {kid:<13} not measured: target stays {kernel.target:g}")
+            continue
+        print(f"  {kid:<13} ratio {ratios[kid]:.4f}  target = {targets[kid]:g}  (now {kernel.target:g}, floor "
+              f"{kernel.floor:g})")
+        if targets[kid] <= kernel.floor:
+            raise TargetsError(f"{kid}: the new target {targets[kid]:g} is not above its floor {kernel.floor:g}")
+    if write:
+        spec.path.write_text(rewrite_spec(spec.path.read_text(), targets))
+        load_spec(spec.path)   # the edited spec still reads
+        print(f"wrote {spec.path}")
+    else:
+        print("(nothing written: --write sets them in the spec)")
+    return 0
+
+
+def _shape(label: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in label.split("x"))
+
+
+def _perf_shapes(spec: AssignmentSpec) -> set[tuple[int, ...]]:
+    return {k.perf_shape for k in spec.kernels.values()}
