@@ -41,10 +41,10 @@ from traitlets import Integer
 # imported for what they register: the hidden tests of each engine
 from graders.cuda_engine import grade as _cuda_grade, structure as _cuda_structure  # noqa: F401
 from graders.numba_engine import grade as _numba_grade  # noqa: F401
+from graders import tracks
 from graders.gpu import NeedsGPUWorker, require_gpu
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
-from graders.cuda_engine.spec import load_spec, spec_path
 from graders.submission import HiddenCall, Submission, SubmissionError, hidden_call
 
 GIB = 1 << 30
@@ -212,7 +212,8 @@ class StartTrustedGrading(NbGraderPreprocessor):
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         assignment = resources["nbgrader"]["assignment"]
-        if spec_path(assignment).exists() and load_spec(assignment).requires_gpu:
+        track = tracks.find(assignment)
+        if track is not None and track.requires_gpu:
             require_gpu(f"Autograding {assignment}")   # before anything runs: no zeros recorded
         enter_trusted_grader()
         self._report_extra_files(resources)

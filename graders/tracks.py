@@ -48,6 +48,7 @@ class Track:
     name: str
     folder: Path
     engine: str
+    requires_gpu: bool   # ``[assignment] requires_gpu``; autograde refuses to start on a machine without one
 
     @property
     def spec_path(self) -> Path:
@@ -147,13 +148,18 @@ def _read(folder: Path) -> Track:
         raise TrackError(f"{spec} [assignment]: engine must be one of {ENGINES}, got {engine!r}")
     if top.get("name") != folder.name:
         raise TrackError(f"{spec} [assignment]: name must be the folder's name {folder.name!r}")
-    return Track(folder.name, folder, engine)
+    return Track(folder.name, folder, engine, bool(top.get("requires_gpu", engine == "cuda")))
 
 
 def all_tracks(root: Path | None = None) -> list[Track]:
     """Every track folder under ``tracks/``, by name."""
     base = root or settings.TRACKS
     return [_read(f) for f in sorted(base.iterdir()) if f.is_dir() and not f.name.startswith((".", "_"))]
+
+
+def find(name: str) -> Track | None:
+    """The track named ``name``, or None when there is no such folder (an assignment that is not a track)."""
+    return _read(settings.TRACKS / name) if (settings.TRACKS / name).is_dir() else None
 
 
 def get(name: str) -> Track:
