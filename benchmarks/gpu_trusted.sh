@@ -22,7 +22,7 @@ run() {   # name, timeout, pytest arguments...
 }
 case "${1:-cases}" in
   cases)
-    run sandbox-and-attacks 170 tests/test_sandbox.py tests/test_attacks.py
+    run sandbox-and-attacks 170 tests/engines/test_sandbox.py tests/e2e/test_attacks.py
     run transpose-nbgrader-gpu 200 -m gpu tests/gpu/test_transpose_nbgrader_gpu.py
     run puzzles-nbgrader-gpu 170 -m gpu tests/gpu/test_puzzles_gpu.py ;;
   gemm)

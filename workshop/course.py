@@ -9,6 +9,8 @@ import time
 import sys
 from pathlib import Path
 
+from nbgrader.utils import is_grade
+
 from graders.settings import ROOT
 from workshop import submissions
 
@@ -103,8 +105,7 @@ class Autograding:
     def test_cell_outputs(self, student: str) -> dict[str, list]:
         """The outputs of each graded cell of the student's autograded notebook, by grade_id."""
         nb = self.course.autograded(student)
-        return {c.metadata["nbgrader"]["grade_id"]: c.get("outputs", []) for c in nb.cells
-                if c.metadata.get("nbgrader", {}).get("grade")}
+        return {c.metadata.nbgrader["grade_id"]: c.get("outputs", []) for c in nb.cells if is_grade(c)}
 
 
 def stderr_text(outputs: list) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import nbformat
@@ -75,17 +76,21 @@ def transpose_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
     return answers
 
 
-GEMM_NOTEBOOK = tracks.get("gemm").notebook_path
-
-
-def gemm_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
-    """Solution cells for the GEMM notebook, by grade_id: the source notebook's own (the references, with
-    nbgrader's markers removed), except that the kernels in ``sources`` (kernel id -> CUDA source) are handed
-    in instead."""
-    nb = nbformat.read(str(GEMM_NOTEBOOK), as_version=4)
+def cuda_answers(track: str, sources: dict[str, str] | None = None) -> dict[str, str]:
+    """Solution cells for a CUDA track's notebook, by grade_id: the source notebook's own (the references,
+    with nbgrader's markers removed), except that the kernels in ``sources`` (kernel id -> CUDA source) are
+    handed in instead; the cell's other lines (a student's geometry, a search space) stay."""
+    path = tracks.get(track).notebook_path
+    nb = nbformat.read(str(path), as_version=4)
     answers = {c.metadata.nbgrader["grade_id"]: strip_solution_markers(c.source) for c in nb.cells if is_solution(c)}
     for kid, source in (sources or {}).items():
         if kid not in answers:
-            raise KeyError(f"no solution cell {kid!r} in {GEMM_NOTEBOOK.name}")
-        answers[kid] = f'{kid}_src = r"""\n{source.strip()}\n"""'
+            raise KeyError(f"no solution cell {kid!r} in {path.name}")
+        literal = re.compile(rf'^{kid}_src = r""".*?"""', re.DOTALL | re.MULTILINE)
+        answers[kid] = literal.sub(lambda _: f'{kid}_src = r"""\n{source.strip()}\n"""', answers[kid], count=1)
     return answers
+
+
+def gemm_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
+    """`cuda_answers` of the GEMM worklog."""
+    return cuda_answers("gemm", sources)

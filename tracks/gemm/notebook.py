@@ -71,7 +71,7 @@ your choice for correctness and speed."""
 
 CONFLICT_NOTE = """
 
-On a GPU with Nsight Compute, `python benchmarks/gemm_bench.py --ncu-only` counts the shared-memory bank
+On a GPU with Nsight Compute, `python -m benchmarks.gemm_bench --ncu-only` counts the shared-memory bank
 conflicts of the reference kernels 6, 7 and 8 (`l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum`
 and `..._st.sum`); the worklog's chart and table record them."""
 

@@ -46,7 +46,7 @@ def test_wrong_solutions_compile(path):
 
 
 def test_compile_error_names_the_line_of_the_students_cell():
-    source = (Path(__file__).parents[1] / "tracks/transpose/solutions/wrong/compile_error.cu").read_text()
+    source = (Path(__file__).resolve().parents[2] / "tracks/transpose/solutions/wrong/compile_error.cu").read_text()
     kernel = SPEC.kernel("naive")
     defines = kernel.geometry.defines()
     assert header(defines).count("\n") == len(defines) + 1   # lines the grader puts before the cell

@@ -1,9 +1,9 @@
 """The GEMM references run correctly, and the known-wrong kernels fail, on a CPU emulation of CUDA.
 
-No GPU here, so tests/cuda_emu/cuda_emu.h stands in for the CUDA runtime: each block is BLOCK_X * BLOCK_Y
+No GPU here, so tests/tracks/cuda_emu/cuda_emu.h stands in for the CUDA runtime: each block is BLOCK_X * BLOCK_Y
 std::threads meeting at a barrier in __syncthreads(). The kernel is compiled with g++ (with the spec's
 #defines), run on random inputs at each size with C poisoned with NaN and fenced by canaries, and compared
-with a float64 product (tests/cuda_emu/gemm_driver.cpp, the grader's tolerances). This checks indexing,
+with a float64 product (tests/tracks/cuda_emu/gemm_driver.cpp, the grader's tolerances). This checks indexing,
 tiling, bounds and synchronization, not speed or the GPU memory model; the GPU tests do the rest.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from graders import tracks
 from graders.cuda_engine.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
-EMU = ROOT / "tests/cuda_emu"
+ROOT = Path(__file__).resolve().parents[2]
+EMU = ROOT / "tests/tracks/cuda_emu"
 SPEC = load_spec("gemm")
 CXX = shutil.which("g++")
 WRONG = ROOT / "tracks/gemm/solutions/wrong"

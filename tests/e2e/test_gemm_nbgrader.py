@@ -15,7 +15,7 @@ from workshop import submissions
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_spec("gemm")
 STRUCTURE = load_structure("gemm")
 

@@ -11,7 +11,7 @@ from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.grade import KernelFailed
 from graders.cuda_engine.structure import check_sass, inspect, load_structure
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_spec("gemm")
 SCALAR = (ROOT / "tracks/gemm/solutions/wrong/scalar_vectorized.cu").read_text()
 

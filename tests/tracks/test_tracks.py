@@ -11,6 +11,7 @@ import pytest
 from nbgrader.utils import is_grade, is_locked, is_solution
 
 from graders import tracks
+from graders.result import Status
 from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.structure import load_structure
 from graders.numba_engine import catalogue
@@ -77,6 +78,9 @@ def test_track_has_every_part(track):
     for wrong in track.wrong_solutions():
         expected = tracks.expected_points(wrong)
         assert expected and set(expected) <= graded, f"{wrong}: its expect: line names no graded cell of the notebook"
+        if track.engine == "cuda":
+            statuses = tracks.expected_statuses(wrong)
+            assert statuses and set(statuses) <= set(Status), f"{wrong}: status: line outside graders.result.Status"
 
 
 @by_name

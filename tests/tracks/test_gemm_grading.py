@@ -22,7 +22,7 @@ from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.structure import (check_search, config_problem, expand_space, load_structure, score_autotuned,
                                tune_launch)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_spec("gemm")
 WRONG = tracks.get("gemm").wrong_solutions()
 STRUCTURE_CHECKS = load_structure("gemm").checks
