@@ -156,15 +156,22 @@ def check_sass(assignment: str | Path, check_id: str, source: str, **launch) -> 
             sys.stdout.flush()
             raise KernelFailed(f"{check_id}: {Status.COMPILE_ERROR}: {exc}") from None
     wanted = "; ".join(sass.REQUIREMENTS[r][1] for r in check.require)
-    status = Status.UNMET if failures else Status.OK
-    print(f"{check_id}: {status} (wanted: {wanted})\n  {describe(facts)}")
-    for failure in failures:
-        print(f"  ✗ {failure}")
-    print(f"  points: {0 if failures else check.points:g} / {check.points:g}")
+    return _verdict(check_id, f" (wanted: {wanted})\n  {describe(facts)}", failures, [], check.points)
+
+
+def _verdict(check_id: str, summary: str, failures: list[str], notes: list[str], points: float) -> float:
+    """Print a structural check's report (``<id>: <status><summary>``, failures marked ✗, notes ·); return
+    its points or raise `KernelFailed`."""
+    print(f"{check_id}: {Status.UNMET if failures else Status.OK}{summary}")
+    for line in failures:
+        print(f"  ✗ {line}")
+    for line in notes:
+        print(f"  · {line}")
+    print(f"  points: {0 if failures else points:g} / {points:g}")
     sys.stdout.flush()
     if failures:
         raise KernelFailed(f"{check_id}: " + "; ".join(failures))
-    return check.points
+    return points
 
 
 # --- autotuning ---------------------------------------------------------------------------------------
@@ -252,15 +259,9 @@ def check_search(assignment: str | Path, source: str, space: dict, choice: dict)
         warnings.simplefilter("ignore")
         found, valid = search_problems(assignment, source, space, choice)
     problems = [p for p in found if not p.startswith("note:")]
-    print(f"{rules.check_id}: {Status.UNMET if problems else Status.OK}: {len(valid)} valid configuration(s); "
-          f"choice {choice}")
-    for problem in found:
-        print(f"  {'✗' if problem in problems else '·'} {problem}")
-    print(f"  points: {0 if problems else rules.points:g} / {rules.points:g}")
-    sys.stdout.flush()
-    if problems:
-        raise KernelFailed(f"{rules.check_id}: " + "; ".join(problems))
-    return rules.points
+    notes = [p for p in found if p.startswith("note:")]
+    return _verdict(rules.check_id, f": {len(valid)} valid configuration(s); choice {choice}", problems, notes,
+                    rules.points)
 
 
 @hidden_test(alone=True)
