@@ -1,0 +1,55 @@
+"""nbgrader and every CUDA track on a machine without a GPU: the released stubs are compile errors with a
+message, and an autograde stops before anything runs and records no scores. (What a release holds is
+tested for every track in tests/tracks/test_tracks.py.)"""
+from __future__ import annotations
+
+import pytest
+from nbgrader.api import Gradebook
+from nbgrader.utils import is_grade, is_solution
+
+from graders import tracks
+from graders.cuda_engine.compile import CompileError
+from graders.cuda_engine.grade import check_compiles
+from workshop import course as nbg
+from workshop import submissions
+
+pytestmark = pytest.mark.slow
+CUDA_TRACKS = [t for t in tracks.all_tracks() if t.engine == "cuda"]
+
+
+@pytest.fixture(scope="module", params=CUDA_TRACKS, ids=lambda t: t.name)
+def course(request, tmp_path_factory):
+    return nbg.Course(tmp_path_factory.mktemp(f"{request.param.name}-course"), request.param.name)
+
+
+def test_every_released_stub_fails_to_compile_with_a_message(course):
+    """nbgrader's stub (Python lines inside the C++ string) is a compile error, not a crash."""
+    stubs = [c for c in course.release.cells if is_solution(c)]
+    assert stubs
+    for cell in stubs:
+        kernel_id = cell.metadata.nbgrader["grade_id"]
+        namespace: dict = {}
+        exec(cell.source, namespace)
+        with pytest.raises(CompileError, match="Your CUDA code did not compile"):
+            check_compiles(course.assignment, kernel_id, namespace[f"{kernel_id}_src"])
+
+
+def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
+    nbg.add_student(course.root, "cpu", "Cpu", "Worker")
+    submissions.write(course.root, "cpu", course.assignment,
+                      submissions.fill(course.release, submissions.cuda_answers(course.assignment)))
+    done = nbg.nbgrader(course.root, "autograde", course.assignment, "--student=cpu", "--force", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "needs a GPU worker" in output and "Nothing was graded" in output
+    assert "Removing failed assignment" in output
+    assert not (course.root / "autograded" / "cpu" / course.assignment).exists()
+    # What lands in the gradebook: the submission and one grade per test cell, with no automatic score
+    # (NULL, not 0) and flagged for manual grading; nbgrader's Grade.score reads that as 0, so a
+    # re-run on a GPU worker (autograde --force) is what fills them in.
+    graded = {c.metadata.nbgrader["grade_id"] for c in course.release.cells if is_grade(c)}
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        grades = [g for nb in gb.find_submission(course.assignment, "cpu").notebooks for g in nb.grades]
+        assert {g.name for g in grades} == graded
+        assert all(g.auto_score is None and g.manual_score is None and g.needs_manual_grade for g in grades)
