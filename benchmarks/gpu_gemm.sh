@@ -50,7 +50,7 @@ step() {   # step NAME LIMIT_S COMMAND...: run with a time limit, log to $OUT/ge
 
 if [[ " $stages " == *" tests "* ]]; then
   GEMM_TEST_BUDGET_S=1.5 step gpu-tests 240 python3 -m pytest -m gpu tests/gpu/test_gemm_gpu.py -q -s -p no:cacheprovider -rsxf
-  step nbgrader 320 python3 -m pytest -m gpu tests/gpu/test_gemm_nbgrader_gpu.py -q -s -p no:cacheprovider -rsxf
+  step nbgrader 400 python3 -m pytest -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k gemm -q -s -p no:cacheprovider -rsxf
 fi
 if [[ " $stages " == *" bench "* ]]; then
   latest=${GEMM_MERGE:-$(ls -t "$OUT"/gemm-2*.json benchmarks/results/gemm-2*.json 2>/dev/null | head -1)}

@@ -43,7 +43,8 @@ tests_rc=$?
 echo "[gpu_transpose] GPU tests exit $tests_rc after $((SECONDS - start)) s" | tee -a "$OUT/transpose-gpu-tests.log"
 
 if python3 -c "import nbgrader" 2>/dev/null; then
-  timeout 180 python3 -m pytest -m gpu tests/gpu/test_transpose_nbgrader_gpu.py -q -s -p no:cacheprovider 2>&1 \
+  timeout 400 python3 -m pytest -m gpu tests/gpu/test_transpose_nbgrader_gpu.py tests/gpu/test_tracks_nbgrader_gpu.py \
+    -k transpose -q -s -p no:cacheprovider 2>&1 \
     | tee "$OUT/transpose-nbgrader-gpu.log"
   nbgrader_rc=$?
 else

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Trusted grading on a GPU worker, in two stages that each fit one 10-minute device call:
-#   bash benchmarks/gpu_trusted.sh cases   # the sandbox's tests, the attack suite, nbgrader autograde of every
-#                                          # GPU case of transpose and puzzles (reference, stub, slow or
-#                                          # mistakes, the score/timer forger)
-#   bash benchmarks/gpu_trusted.sh gemm    # nbgrader autograde of gemm: reference, stub, slow
+# Trusted grading on a GPU worker, in stages that each fit one 10-minute device call:
+#   bash benchmarks/gpu_trusted.sh cases       # the sandbox's tests, the attack suite, nbgrader autograde of the
+#                                              # puzzles (reference, stub, every known mistake)
+#   bash benchmarks/gpu_trusted.sh TRACK       # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
+#                                              # reference, stub, every known-wrong solution (transpose also: a
+#                                              # correct-but-slow submission and the score/timer forger)
 # Run from the repo root after `source .whl/prelude.sh`. On the lent H200 bubblewrap is an unpacked .deb:
 # carry `.debs` (made here with `apt-get download bubblewrap`) and this script unpacks it.
 # Records land in benchmarks/results/ and, with their logs, in $OUT.
@@ -23,11 +24,13 @@ run() {   # name, timeout, pytest arguments...
 case "${1:-cases}" in
   cases)
     run sandbox-and-attacks 170 tests/engines/test_sandbox.py tests/e2e/test_attacks.py
-    run transpose-nbgrader-gpu 200 -m gpu tests/gpu/test_transpose_nbgrader_gpu.py
     run puzzles-nbgrader-gpu 170 -m gpu tests/gpu/test_puzzles_gpu.py ;;
-  gemm)
-    run gemm-nbgrader-gpu 400 -m gpu tests/gpu/test_gemm_nbgrader_gpu.py ;;
-  *) echo "usage: $0 cases|gemm" >&2; exit 2 ;;
+  transpose)
+    run transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py tests/gpu/test_transpose_nbgrader_gpu.py \
+      -k transpose ;;
+  *)
+    [ -d "tracks/$1" ] || { echo "usage: $0 cases|TRACK" >&2; exit 2; }
+    run "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1" ;;
 esac
 [ "$OUT" != benchmarks/results ] && cp benchmarks/results/*-nbgrader-gpu-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
 exit $rc
