@@ -19,7 +19,6 @@ the submission with a line in nbgrader's log; nothing is recorded for it.
 """
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import shutil

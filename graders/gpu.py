@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass

@@ -1,12 +1,10 @@
 """Helpers: run solution cells the way the notebook does, in a fresh namespace with the setup cell."""
 from __future__ import annotations
 
-from pathlib import Path
-
+from graders import tracks
 from workshop.cells import exec_cell, read_cells, strip_solution_markers
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "tracks" / "puzzles" / "solutions"
+SOLUTIONS = tracks.get("puzzles").solutions
 REFERENCE = read_cells(SOLUTIONS / "reference.py")
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import time
 
-import nbformat
 import pandas as pd
 import pytest
 from nbgrader.utils import is_grade

@@ -1,5 +1,4 @@
 """Every reference kernel compiles to a cubin with NVRTC on a machine without a GPU; errors are readable."""
-from pathlib import Path
 
 import pytest
 
@@ -7,6 +6,7 @@ from graders import tracks
 from graders.cuda_engine import compile as _cc
 from graders.cuda_engine.compile import CompileError, compile_cuda, header, parse_resources
 from graders.cuda_engine.spec import load_spec, resolve_geometry
+from graders.settings import ROOT
 
 SPEC = load_spec("transpose")
 _REAL_PROGRAM = _cc.Program
@@ -46,7 +46,7 @@ def test_wrong_solutions_compile(path):
 
 
 def test_compile_error_names_the_line_of_the_students_cell():
-    source = (Path(__file__).resolve().parents[2] / "tracks/transpose/solutions/wrong/compile_error.cu").read_text()
+    source = (ROOT / "tracks/transpose/solutions/wrong/compile_error.cu").read_text()
     kernel = SPEC.kernel("naive")
     defines = kernel.geometry.defines()
     assert header(defines).count("\n") == len(defines) + 1   # lines the grader puts before the cell

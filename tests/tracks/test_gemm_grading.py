@@ -2,9 +2,6 @@
 autotuning rules, the notebook, and the refusal to grade (rather than zero) on a machine without a GPU."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -14,6 +11,7 @@ from graders.cuda_engine.spec import SpecError, load_spec, resolve_geometry
 from graders.cuda_engine.grade import check_compiles
 from graders import tracks
 from graders.cuda_engine.problems import problem
+from graders.settings import ROOT
 from workshop.cells import strip_solution_markers
 
 GEMM = tracks.get("gemm").problem_module()
@@ -22,7 +20,6 @@ from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.structure import (check_search, config_problem, expand_space, load_structure, score_autotuned,
                                tune_launch)
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_spec("gemm")
 WRONG = tracks.get("gemm").wrong_solutions()
 STRUCTURE_CHECKS = load_structure("gemm").checks

@@ -1,17 +1,16 @@
 """SASS checks without a GPU: cuobjdump/nvdisasm from the pip wheels read the compiled GEMM kernels."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from graders.cuda_engine import sass
 from graders.cuda_engine.compile import compile_cuda
 from graders.cuda_engine.spec import load_spec
+from graders.settings import ROOT
 from graders.cuda_engine.grade import KernelFailed
 from graders.cuda_engine.structure import check_sass, inspect, load_structure
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = load_spec("gemm")
 SCALAR = (ROOT / "tracks/gemm/solutions/wrong/scalar_vectorized.cu").read_text()
 
