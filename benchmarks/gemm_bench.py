@@ -124,6 +124,7 @@ def ncu_launch(subjects: list[str], shape) -> None:
     """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id (its reference at the
     spec's launch), ``variant<i>`` (the warp-tiling reference at WARPTILING_VARIANTS[i]) or ``cublas``."""
     import torch
+
     from graders.cuda_engine.spec import resolve_geometry
     spec = load_spec("gemm")
     for subject in subjects:

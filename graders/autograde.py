@@ -37,12 +37,12 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
-# imported for what they register: the hidden tests of each engine
-from graders.cuda_engine import grade as _cuda_grade, structure as _cuda_structure  # noqa: F401
-from graders.numba_engine import grade as _numba_grade  # noqa: F401
 from graders import tracks
+from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
+from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
+from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
 from graders.submission import HiddenCall, Submission, SubmissionError, hidden_call
 

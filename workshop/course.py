@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 
 from nbgrader.utils import is_grade

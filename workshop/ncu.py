@@ -40,6 +40,7 @@ def find_ncu() -> str | None:
 def launch_kernel(kernel, geometry, shape) -> None:
     """Launch ``kernel``'s reference once at ``shape`` with ``geometry`` (a `KernelSpec`, a `Geometry`)."""
     import torch
+
     from graders.cuda_engine.child import Harness
     from graders.cuda_engine.problems import problem
     harness = Harness(problem(kernel.kind), geometry, 0.25, seed=1)

@@ -8,9 +8,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import is_solution
 
-from workshop.cells import read_cells, strip_solution_markers
-
 from graders import settings, tracks
+from workshop.cells import read_cells, strip_solution_markers
 
 ROOT = settings.ROOT
 PUZZLE_SOLUTIONS = tracks.get("puzzles").solutions

@@ -25,14 +25,14 @@ import sys
 import warnings
 from pathlib import Path
 
+from graders import settings
 from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
+from graders.cuda_engine.scoring import score_kernel
+from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import hidden_test
-from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import ChildResult, run_child
-from graders.cuda_engine.scoring import score_kernel
-from graders import settings
 
 CHILD = "graders.cuda_engine.child"
 STARTUP_S = 90.0   # child start: torch import, CUDA start, compile, checks before and after timing

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
 from graders import settings
 
 TOOL_TIMEOUT_S = 60

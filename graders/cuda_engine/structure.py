@@ -23,9 +23,9 @@ from pathlib import Path
 
 from graders.cuda_engine import sass
 from graders.cuda_engine.compile import CompileError
-from graders.hidden_tests import hidden_test
-from graders.cuda_engine.spec import SpecError, load_spec, read_toml, spec_path
 from graders.cuda_engine.grade import KernelFailed
+from graders.cuda_engine.spec import SpecError, load_spec, read_toml, spec_path
+from graders.hidden_tests import hidden_test
 from graders.result import Status
 from graders.sandbox.run import run_child
 

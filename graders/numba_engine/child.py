@@ -17,8 +17,8 @@ from numba import config, cuda
 
 from graders.numba_engine import catalogue
 from graders.numba_engine.numba_subset import KernelSourceError, validate_kernel_source
-from graders.numba_engine.traced_array import AccessLog, TracedArray
 from graders.numba_engine.puzzle import Case, Puzzle
+from graders.numba_engine.traced_array import AccessLog, TracedArray
 from graders.result import GradeResult, Status
 
 _shared_arrays: list = []   # the simulator's shared-memory managers made since the last case began

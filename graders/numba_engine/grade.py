@@ -21,13 +21,13 @@ import functools
 import os
 import threading
 
-from graders.numba_engine import catalogue
+from graders import settings
 from graders.gpu import detect_gpu
 from graders.hidden_tests import hidden_test
+from graders.numba_engine import catalogue
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
 from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import run_child
-from graders import settings
 
 PUBLIC_SEED = 2024          # public checks use fixed inputs; hidden tests draw a fresh seed every grading
 SIM_MEMORY_BYTES = 4 << 30  # address-space cap of a simulator child

@@ -18,8 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graders.numba_engine.numba_subset import (MODULES, KernelSourceError, KernelSubsetError,  # noqa: F401 (re-exported)
-                                  KERNEL_PATHS, validate_kernel_source)
+from graders.numba_engine.numba_subset import (  # noqa: F401 (re-exported)
+    KERNEL_PATHS,
+    MODULES,
+    KernelSourceError,
+    KernelSubsetError,
+    validate_kernel_source,
+)
+
 
 @dataclass(frozen=True)
 class SubmittedKernel:

@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Mapping
 
-from graders.sandbox import confine
 from graders import settings
+from graders.sandbox import confine
 from graders.tracks import GRADER_FILES
 
 Status = Literal["ok", "timeout", "crashed"]

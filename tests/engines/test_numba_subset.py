@@ -5,13 +5,14 @@ import subprocess
 import sys
 
 import pytest
+from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
 
 from graders.numba_engine import catalogue
 from graders.numba_engine.cell_source import kernel_source_from_cell
+from graders.numba_engine.grade import run_source
 from graders.numba_engine.kernel_source import KernelSourceError, kernel_source
 from graders.numba_engine.numba_subset import validate_kernel_source
-from graders.numba_engine.grade import run_source
-from puzzle_cells import REFERENCE, ROOT, SOLUTIONS, run_cells
+from graders.settings import ROOT
 from workshop.cells import read_cells, strip_solution_markers
 
 WRONG = sorted(SOLUTIONS.glob("wrong/*.py"))
