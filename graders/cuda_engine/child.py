@@ -5,7 +5,7 @@ allocates inputs and outputs (torch CUDA tensors, under a GPU-memory cap), launc
 cuda.core on its own stream, and times it and the baseline with its own timer. Nothing in the notebook that
 asked for the grade can reach this process.
 
-Phases, each stopping at the first failure:
+Phases (`check_and_time`), each stopping at the first failure:
 1. compile for this GPU's architecture (`graders.cuda_engine.compile`);
 2. correctness at every ``check_shapes`` shape, on random inputs (every input of the child is drawn from
    the request's ``seed``, which the answer repeats), into outputs poisoned with NaN and fenced by canary
@@ -16,9 +16,13 @@ Phases, each stopping at the first failure:
    result, skip work) once warmed up; guards of the timed outputs are checked too.
 A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
 one, which is why each kernel is graded in its own child.
+
+Everything but the CUDA calls lives in `Bench` and `check_and_time`, which run on any torch device: the CPU
+tests drive them with CPU tensors, Python "kernels" and a stand-in timer. `Harness` is the GPU bench.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -29,8 +33,8 @@ except ImportError:  # cuda.core before 0.4
     from cuda.core.experimental import Device, LaunchConfig, launch
 
 from graders.cuda_engine.compile import CompileError, compile_cuda
-from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.cuda_engine.problems import Problem, Shape, problem
+from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.result import Status
 
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
@@ -39,89 +43,94 @@ TIMING_BYTES = 4 << 30          # inputs + outputs of all rotated timing sets to
 MAX_SETS = 4
 
 
-class Harness:
-    """One GPU, one stream, one compiled kernel, and the buffers to run it on."""
+class Bench:
+    """One kernel and the buffers to run it on, on torch device ``device``: inputs, guarded outputs, the
+    check against the reference, and the timing sets.
 
-    def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int):
+    Subclasses say how to `load`, `launch` and time (`timer`) the kernel; `enqueue`, `synchronize`,
+    `release` and `clocks` default to a device that finishes work as it is asked (the CPU).
+    """
+
+    device = "cpu"
+
+    def __init__(self, problem: Problem, geometry: Geometry, seed: int):
         import torch
         self.torch = torch
-        torch.cuda.set_device(0)
-        torch.cuda.init()
-        torch.cuda.set_per_process_memory_fraction(memory_fraction)
-        self.device = Device(0)
-        self.device.set_current()
-        self.stream = self.device.create_stream()
-        self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle))
         self.problem = problem
         self.geometry = geometry
-        self.generator = torch.Generator(device="cuda")
+        self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
-        self.kernel = None
-
-    @property
-    def arch(self) -> str:
-        return "sm_{}{}".format(*self.torch.cuda.get_device_capability())
 
     def load(self, source: str, function: str) -> dict:
-        compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch)
-        self.kernel = compiled.object_code.get_kernel(function)
-        return {"arch": compiled.arch, "resources": compiled.resources_dict()}
+        """Make ``function`` of ``source`` the kernel; what it compiled to. Raises `CompileError`."""
+        raise NotImplementedError
+
+    def launch(self, out, inputs: list, shape: Shape) -> None:
+        raise NotImplementedError
+
+    def timer(self, subjects: dict, n_sets: int):
+        """A timer of ``subjects`` (name -> fn(set index)): ``measure(budget_s)`` gives `timing.Stats` by
+        name, ``l2_bytes`` the cache it flushes (see `graders.cuda_engine.timing.CudaTimer`)."""
+        raise NotImplementedError
+
+    def enqueue(self):
+        """A context in which torch work goes where the kernel runs."""
+        return contextlib.nullcontext()
+
+    def synchronize(self) -> None:
+        """Wait until everything launched so far has finished."""
+
+    def release(self) -> None:
+        """Give cached memory back between phases."""
+
+    def clocks(self) -> dict:
+        return {}
 
     def inputs(self, shape: Shape) -> list:
-        with self.torch.cuda.stream(self.torch_stream):
+        with self.enqueue():
             return self.problem.make_inputs(shape, self.generator)
 
     def output(self, shape: Shape):
         """A guarded output: (whole buffer, the view the kernel writes), body NaN, guards canaries."""
         torch = self.torch
         n = math.prod(self.problem.out_shape(shape))
-        with torch.cuda.stream(self.torch_stream):
-            buffer = torch.empty(n + 2 * GUARD_ELEMENTS, dtype=torch.float32, device="cuda")
+        with self.enqueue():
+            buffer = torch.empty(n + 2 * GUARD_ELEMENTS, dtype=torch.float32, device=self.device)
             buffer.view(torch.int32).fill_(CANARY)
             body = buffer[GUARD_ELEMENTS:GUARD_ELEMENTS + n]
             body.fill_(float("nan"))
         return buffer, body.view(self.problem.out_shape(shape))
 
-    def launch(self, out, inputs: list, shape: Shape) -> None:
-        grid = self.problem.grid(shape, self.geometry.tile)
-        config = LaunchConfig(grid=grid, block=(*self.geometry.block, 1))
-        args = [np.uint64(t.data_ptr()) for t in (out, *inputs)]
-        args += [np.int32(v) for v in self.problem.sizes(shape)]
-        launch(self.stream, config, self.kernel, *args)
-
     def check(self, shape: Shape) -> dict:
         """Run once on fresh inputs and compare with the reference; a dict with ok and message."""
-        torch = self.torch
         inputs = self.inputs(shape)
         buffer, out = self.output(shape)
-        torch.cuda.synchronize()
+        self.synchronize()
         self.launch(out, inputs, shape)
-        torch.cuda.synchronize()
+        self.synchronize()
         label = "x".join(map(str, shape))
         damage = guard_damage(buffer)
         if damage:
             return {"shape": list(shape), "ok": False, "status": Status.OOB_WRITE,
                     "message": f"at shape {label} your kernel wrote outside its output: {damage}"}
-        with torch.cuda.stream(self.torch_stream):
+        with self.enqueue():
             expected = self.problem.reference(inputs)
-        torch.cuda.synchronize()
-        compare = self.problem.compare   # a problem's own tolerance (sgemm), else elementwise with atol
-        wrong = compare(out, expected) if compare else mismatch(out, expected, self.problem.atol)
+        self.synchronize()
+        wrong = verdict(self.problem, out, expected)
         return {"shape": list(shape), "ok": not wrong, "status": Status.INCORRECT if wrong else Status.OK,
                 "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
 
     def time(self, shape: Shape, budget_s: float) -> dict:
-        from graders.cuda_engine.timing import CudaTimer
-        torch, problem = self.torch, self.problem
+        problem = self.problem
         sets = [(self.inputs(shape), self.output(shape))]
         per_set = sum(t.untyped_storage().nbytes() for t in (*sets[0][0], sets[0][1][0]))   # as allocated
         n_sets = max(2, min(MAX_SETS, TIMING_BYTES // per_set))
         sets += [(self.inputs(shape), self.output(shape)) for _ in range(n_sets - 1)]
-        torch.cuda.synchronize()
-        timer = CudaTimer({
+        self.synchronize()
+        timer = self.timer({
             "baseline": lambda i: problem.baseline(sets[i][1][1], sets[i][0]),
             "kernel": lambda i: self.launch(sets[i][1][1], sets[i][0], shape),
-        }, n_sets, self.torch_stream)
+        }, n_sets)
         stats = timer.measure(budget_s)
         damaged = [d for d in (guard_damage(s[1][0]) for s in sets) if d]
         work = problem.work(shape)
@@ -133,6 +142,57 @@ class Harness:
             "work_unit": problem.work_unit, "ratio": base.median_s / kern.median_s,
             "oob_write": damaged[0] if damaged else "",
         }
+
+
+class Harness(Bench):
+    """The grading bench: GPU 0, one cuda.core stream, one NVRTC-compiled kernel."""
+
+    device = "cuda"
+
+    def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int):
+        import torch
+        torch.cuda.set_device(0)
+        torch.cuda.init()
+        torch.cuda.set_per_process_memory_fraction(memory_fraction)
+        self.cuda_device = Device(0)
+        self.cuda_device.set_current()
+        self.stream = self.cuda_device.create_stream()
+        self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle))
+        super().__init__(problem, geometry, seed)
+        self.kernel = None
+
+    @property
+    def arch(self) -> str:
+        return "sm_{}{}".format(*self.torch.cuda.get_device_capability())
+
+    def load(self, source: str, function: str) -> dict:
+        compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch)
+        self.kernel = compiled.object_code.get_kernel(function)
+        return {"arch": compiled.arch, "resources": compiled.resources_dict()}
+
+    def launch(self, out, inputs: list, shape: Shape) -> None:
+        grid = self.problem.grid(shape, self.geometry.tile)
+        config = LaunchConfig(grid=grid, block=(*self.geometry.block, 1))
+        args = [np.uint64(t.data_ptr()) for t in (out, *inputs)]
+        args += [np.int32(v) for v in self.problem.sizes(shape)]
+        launch(self.stream, config, self.kernel, *args)
+
+    def timer(self, subjects: dict, n_sets: int):
+        from graders.cuda_engine.timing import CudaTimer
+        return CudaTimer(subjects, n_sets, self.torch_stream)
+
+    def enqueue(self):
+        return self.torch.cuda.stream(self.torch_stream)
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def release(self) -> None:
+        self.torch.cuda.empty_cache()
+
+    def clocks(self) -> dict:
+        from graders.cuda_engine.timing import clocks
+        return clocks()
 
 
 def guard_damage(buffer) -> str:
@@ -152,6 +212,12 @@ def guard_damage(buffer) -> str:
     return "; ".join(parts)
 
 
+def verdict(problem: Problem, out, expected) -> str:
+    """'' if ``out`` is right: the problem's own ``compare`` (sgemm's tolerances), else `mismatch` with its
+    ``atol``."""
+    return problem.compare(out, expected) if problem.compare else mismatch(out, expected, problem.atol)
+
+
 def mismatch(out, expected, atol: float) -> str:
     """'' if ``out`` matches ``expected``, else how many elements differ and the first one."""
     import torch
@@ -163,11 +229,55 @@ def mismatch(out, expected, atol: float) -> str:
     got, want = float(out[index]), float(expected[index])
     where = "out" + "".join(f"[{i}]" for i in index)
     never = " (NaN: your kernel never wrote it)" if math.isnan(got) else ""
-    return f"{count} of {out.numel()} values wrong; first at {where}: expected {want:.6g}, got {got:.6g}{never}"
+    digits = 6 if f"{want:.6g}" != f"{got:.6g}" else 9   # 9 digits tell any two fp32 values apart
+    return (f"{count} of {out.numel()} values wrong; first at {where}: expected {want:.{digits}g}, "
+            f"got {got:.{digits}g}{never}")
 
 
 def _is_cuda_error(exc: Exception) -> bool:
     return "CUDA" in type(exc).__name__ or "CUDA" in str(exc)
+
+
+def _crashed(phase: str, exc: Exception) -> dict:
+    return {"status": Status.CRASHED, "message": f"CUDA error while {phase}: {exc}"}
+
+
+def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: float) -> dict:
+    """Phases 1-4 of the module docstring on ``bench``: the answer's measurements, status and message.
+    A CUDA error gives status ``crashed``; any other exception is the grader's own and propagates."""
+    result: dict = {}
+    phase = "compiling"
+    try:
+        try:
+            result["compile"] = bench.load(source, kernel.function)
+        except CompileError as exc:
+            return result | {"status": Status.COMPILE_ERROR, "message": str(exc)}
+        phase = "checking correctness"
+        result["checks"] = checks = []
+        for shape in kernel.check_shapes:
+            checks.append(bench.check(shape))
+            if not checks[-1]["ok"]:
+                return result | {"status": checks[-1]["status"], "message": checks[-1]["message"]}
+        bench.release()
+        phase = "timing"
+        result["timing"] = timing = bench.time(kernel.perf_shape, budget_s)
+        result["clocks_after"] = bench.clocks()
+        if timing["oob_write"]:
+            return result | {"status": Status.OOB_WRITE,
+                             "message": f"while timed, your kernel wrote outside its output: {timing['oob_write']}"}
+        bench.release()
+        phase = "re-checking correctness after timing"
+        for shape in dict.fromkeys([kernel.perf_shape, *kernel.check_shapes]):
+            check = bench.check(shape)
+            checks.append(check | {"after_timing": True})
+            if not check["ok"]:
+                return result | {"status": check["status"], "message": "after being timed, the kernel's results "
+                                 "were wrong (does it skip work or reuse old results?) " + check["message"]}
+    except Exception as exc:
+        if not _is_cuda_error(exc):
+            raise
+        return result | _crashed(phase, exc)
+    return result | {"status": Status.OK, "message": ""}
 
 
 def handle(request: dict) -> dict:
@@ -178,44 +288,17 @@ def handle(request: dict) -> dict:
     import torch
     if not torch.cuda.is_available():
         return {"status": Status.NO_GPU, "message": "the grading process found no CUDA GPU"}
-    from graders.cuda_engine.timing import clocks, environment
+    from graders.cuda_engine.timing import environment
     seed = int(request["seed"])
     result: dict = {"kernel_id": kernel.id, "geometry": {"block": list(geometry.block),
                                                           "tile": list(geometry.tile)}, "seed": seed}
     if geometry.params:
         result["geometry"]["params"] = dict(geometry.params)
-    phase = "starting CUDA"
     try:
         harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed)
         result["environment"] = environment()
-        phase = "compiling"
-        try:
-            result["compile"] = harness.load(request["source"], kernel.function)
-        except CompileError as exc:
-            return result | {"status": Status.COMPILE_ERROR, "message": str(exc)}
-        phase = "checking correctness"
-        result["checks"] = checks = []
-        for shape in kernel.check_shapes:
-            checks.append(harness.check(shape))
-            if not checks[-1]["ok"]:
-                return result | {"status": checks[-1]["status"], "message": checks[-1]["message"]}
-        torch.cuda.empty_cache()
-        phase = "timing"
-        result["timing"] = timing = harness.time(kernel.perf_shape, float(request.get("budget_s", 10.0)))
-        result["clocks_after"] = clocks()
-        if timing["oob_write"]:
-            return result | {"status": Status.OOB_WRITE,
-                             "message": f"while timed, your kernel wrote outside its output: {timing['oob_write']}"}
-        torch.cuda.empty_cache()
-        phase = "re-checking correctness after timing"
-        for shape in dict.fromkeys([kernel.perf_shape, *kernel.check_shapes]):
-            check = harness.check(shape)
-            result["checks"].append(check | {"after_timing": True})
-            if not check["ok"]:
-                return result | {"status": check["status"], "message": "after being timed, the kernel's results "
-                                 "were wrong (does it skip work or reuse old results?) " + check["message"]}
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
-        return result | {"status": Status.CRASHED, "message": f"CUDA error while {phase}: {exc}"}
-    return result | {"status": Status.OK, "message": ""}
+        return result | _crashed("starting CUDA", exc)
+    return result | check_and_time(harness, kernel, request["source"], float(request.get("budget_s", 10.0)))

@@ -1,4 +1,9 @@
-"""The perf grader's parent side on a machine without a GPU: refusal, child limits, the child's own timer."""
+"""The CUDA grader on a machine without a GPU: the parent side (refusal, child limits, the child's own
+timer), and the grading child's logic run on CPU tensors with Python "kernels" (`child.check_and_time`, the
+phases `child.handle` runs): poisoning, guards, the re-check after timing, and each outcome's status and
+message."""
+import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -6,15 +11,19 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 import graders.cuda_engine.timing
-from graders import gpu
+from graders import gpu, tracks
+from graders.cuda_engine import child
+from graders.cuda_engine.compile import CompileError
+from graders.cuda_engine.grade import check_compiles, grade_kernel, report, result_from_child, score
+from graders.cuda_engine.problems import kinds, problem
+from graders.cuda_engine.spec import KernelSpec, load_spec
 from graders.gpu import NO_GPU_EXIT, NeedsGPUWorker
 from graders.hidden_tests import GRADED_OUTSIDE
-from graders.settings import ROOT
-from graders.cuda_engine.spec import load_spec
-from graders.cuda_engine.grade import check_compiles, grade_kernel, report, result_from_child, score
 from graders.sandbox.run import ChildResult, run_child
+from graders.settings import ROOT
 
 FAKE = "fake_perf_child"
 FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent / "perf_fakes"), str(ROOT)])}
@@ -30,10 +39,26 @@ def no_gpu(monkeypatch):
     gpu.detect_gpu.cache_clear()
 
 
-def test_detect_gpu_finds_none_on_a_cpu_machine():
+@pytest.mark.parametrize("probe, found", [
+    (subprocess.CompletedProcess([], 0, '{"name": "NVIDIA H200", "count": 2, "cc": [9, 0]}\n'),
+     gpu.GpuInfo("NVIDIA H200", 2, (9, 0))),
+    (subprocess.CompletedProcess([], 0, "null\n"), None),                  # the driver found no device
+    (subprocess.CompletedProcess([], 1, ""), None),                        # the probe failed
+    (subprocess.CompletedProcess([], 0, "a warning, not JSON\n"), None),
+], ids=["a-device", "none", "probe-failed", "garbled"])
+def test_detect_gpu_reads_its_probe(monkeypatch, probe, found):
+    monkeypatch.delenv("WORKSHOP_GPU", raising=False)
+    monkeypatch.setattr(gpu.subprocess, "run", lambda *a, **k: probe)
     gpu.detect_gpu.cache_clear()
-    if gpu.detect_gpu() is not None:
-        pytest.skip("this machine has a GPU")
+    try:
+        assert gpu.detect_gpu() == found
+    finally:
+        gpu.detect_gpu.cache_clear()
+    assert found is None or found.arch == "sm_90"
+
+
+def test_workshop_gpu_0_means_no_gpu_without_probing(monkeypatch, no_gpu):
+    monkeypatch.setattr(gpu.subprocess, "run", lambda *a, **k: pytest.fail("probed despite WORKSHOP_GPU=0"))
     assert gpu.detect_gpu() is None
 
 
@@ -162,3 +187,239 @@ def test_guard_regions_and_mismatches_are_described():
     assert mismatch(expected.clone(), expected, 0.0) == ""
     assert mismatch(out, expected, 0.0) == ("1 of 12 values wrong; first at out[2][1]: expected 9, got nan "
                                             "(NaN: your kernel never wrote it)")
+
+
+# --- the child's logic on the CPU: a stand-in bench, Python kernels, a stand-in timer -------------------
+
+SAMPLES = 10                                    # timed launches of each subject (`StandInTimer`)
+SECONDS = {"baseline": 2e-3, "kernel": 1e-3}    # what the stand-in timer reports: ratio 2
+CORRECT = {                                     # a right Python "kernel" (out, inputs) for every kind
+    "copy": lambda out, a: out.copy_(a),
+    "transpose": lambda out, a: out.copy_(a.t()),
+    "vecadd": lambda out, a, b: torch.add(a, b, out=out),
+    "sgemm": lambda out, a, b: torch.matmul(a, b, out=out),
+}
+
+
+class StandInTimer:
+    """Times like `graders.cuda_engine.timing.CudaTimer` without a GPU: `run_until_stable` over the subjects,
+    each sample one call on the next input set, exactly ``SAMPLES`` samples reporting ``SECONDS``."""
+
+    l2_bytes = 0
+
+    def __init__(self, subjects: dict, n_sets: int):
+        self.subjects, self.n_sets, self.calls = subjects, n_sets, 0
+
+    def sample(self, name: str) -> float:
+        self.subjects[name](self.calls % self.n_sets)
+        self.calls += 1
+        return SECONDS[name]
+
+    def measure(self, budget_s: float):
+        return graders.cuda_engine.timing.run_until_stable(
+            self.sample, list(self.subjects), budget_s=budget_s, min_samples=SAMPLES, max_samples=SAMPLES)
+
+
+class CpuBench(child.Bench):
+    """The child's bench on CPU tensors; ``kernel(out, inputs, launch)`` stands in for the compiled kernel
+    (``launch`` counts the launches before this one, so a kernel can change once it has been timed)."""
+
+    def __init__(self, kind: str, kernel, definition=None):
+        definition = definition or problem(kind)
+        super().__init__(definition, small_kernel(kind).geometry, seed=7)
+        self.kernel, self.launches = kernel, 0
+
+    def load(self, source: str, function: str) -> dict:
+        return {"source": source}
+
+    def launch(self, out, inputs: list, shape) -> None:
+        self.kernel(out, inputs, self.launches)
+        self.launches += 1
+
+    def timer(self, subjects: dict, n_sets: int) -> StandInTimer:
+        return StandInTimer(subjects, n_sets)
+
+
+def small_kernel(kind: str) -> KernelSpec:
+    """The first spec kernel of ``kind``, checked at its two smallest check shapes (the larger first) and
+    timed at the third: the phases run as for grading, in milliseconds."""
+    kernel = next(k for track in tracks.all_tracks() if track.engine == "cuda"
+                  for k in load_spec(track.folder).kernels.values() if k.kind == kind)
+    shapes = sorted(kernel.check_shapes, key=math.prod)[:3]
+    return dataclasses.replace(kernel, check_shapes=(shapes[1], shapes[0]), perf_shape=shapes[2])
+
+
+def grade_on_cpu(kind: str, kernel, definition=None) -> dict:
+    """The child's phases (`child.check_and_time`, as `child.handle` runs them) on a `CpuBench`."""
+    return child.check_and_time(CpuBench(kind, kernel, definition), small_kernel(kind), "src", budget_s=5.0)
+
+
+def correct(kind: str):
+    return lambda out, inputs, launch: CORRECT[kind](out, *inputs)
+
+
+def test_every_kind_has_a_correct_python_kernel():
+    assert sorted(CORRECT) == sorted(kinds())
+
+
+def test_outputs_are_poisoned_with_nan_between_canary_guards():
+    buffer, out = CpuBench("transpose", None).output((3, 5))
+    assert out.shape == (5, 3) and out.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()
+    assert out.storage_offset() == child.GUARD_ELEMENTS and buffer.numel() == 15 + 2 * child.GUARD_ELEMENTS
+    assert torch.isnan(out).all()
+    words = buffer.view(torch.int32)
+    assert (words[:child.GUARD_ELEMENTS] == child.CANARY).all()
+    assert (words[-child.GUARD_ELEMENTS:] == child.CANARY).all()
+
+
+def test_an_unwritten_output_fails_even_where_the_answer_is_zero():
+    """Only the NaN poison tells "never written" from "written 0"."""
+    zeros = dataclasses.replace(problem("copy"), make_inputs=lambda shape, gen: [torch.zeros(shape)])
+    assert grade_on_cpu("copy", correct("copy"), zeros)["status"] == "ok"
+    result = grade_on_cpu("copy", lambda out, inputs, launch: None, zeros)
+    assert result["status"] == "incorrect" and "(NaN: your kernel never wrote it)" in result["message"]
+
+
+@pytest.mark.parametrize("kind", sorted(CORRECT))
+def test_a_correct_kernel_is_checked_timed_and_checked_again(kind):
+    kernel = small_kernel(kind)
+    result = grade_on_cpu(kind, correct(kind))
+    assert (result["status"], result["message"]) == ("ok", "")
+    assert result["compile"] == {"source": "src"}
+    after = [kernel.perf_shape, *kernel.check_shapes]
+    assert [(tuple(c["shape"]), c.get("after_timing", False)) for c in result["checks"]] == \
+        [(s, False) for s in kernel.check_shapes] + [(s, True) for s in after]
+    timing = result["timing"]
+    assert timing["shape"] == list(kernel.perf_shape) and 2 <= timing["input_sets"] <= child.MAX_SETS
+    assert timing["ratio"] == 2.0 and timing["oob_write"] == "" and timing["kernel"]["samples"] == SAMPLES
+
+
+@pytest.mark.parametrize("kind", sorted(CORRECT))
+def test_a_kernel_one_element_short_fails_on_the_nan_it_left(kind):
+    def one_short(out, inputs, launch):
+        full = torch.empty_like(out)
+        CORRECT[kind](full, *inputs)
+        out.view(-1)[:-1] = full.view(-1)[:-1]
+    result = grade_on_cpu(kind, one_short)
+    assert result["status"] == "incorrect" and len(result["checks"]) == 1
+    shape = small_kernel(kind).check_shapes[0]
+    assert result["message"].startswith(f"at shape {'x'.join(map(str, shape))} "
+                                        f"({', '.join(problem(kind).shape_names)}): 1 of ")
+    assert "never written" in result["message"] if kind == "sgemm" else "never wrote it" in result["message"]
+
+
+def touch(out, offset: int) -> None:
+    """Write 0 at ``offset`` elements from the start of ``out`` in its buffer (outside ``out``: a guard)."""
+    torch.as_strided(out, (1,), (1,), out.storage_offset() + offset).fill_(0.0)
+
+
+def transpose(out, inputs, launch) -> None:
+    out.copy_(inputs[0].t())
+
+
+def one_ulp_off(out, inputs, launch):
+    transpose(out, inputs, launch)
+    out[0, 0] = torch.nextafter(out[0, 0], torch.tensor(math.inf))
+
+
+def past_the_end(out, inputs, launch):
+    transpose(out, inputs, launch)
+    touch(out, out.numel())
+
+
+def before_the_start(out, inputs, launch):
+    transpose(out, inputs, launch)
+    touch(out, -1)
+
+
+def past_the_end_once_timed(out, inputs, launch):
+    transpose(out, inputs, launch)
+    if launch >= CHECKS_BEFORE:
+        touch(out, out.numel())
+
+
+def lazy_after(launches: int, kernel):
+    """``kernel`` for its first ``launches`` launches, then a kernel that does no work."""
+    return lambda out, inputs, launch: kernel(out, inputs, launch) if launch < launches else None
+
+
+REMEMBERED: dict = {}   # caching's answers of this grading, by output shape
+
+
+def caching(out, inputs, launch):
+    """Computes once per output shape, then writes the remembered answer."""
+    if launch == 0:
+        REMEMBERED.clear()
+    if out.shape not in REMEMBERED:
+        transpose(out, inputs, launch)
+        REMEMBERED[out.shape] = out.clone()
+    out.copy_(REMEMBERED[out.shape])
+
+
+def crash(when: int):
+    """Correct until launch ``when``, then a CUDA error (as cuda.core raises it)."""
+    def kernel(out, inputs, launch):
+        if launch >= when:
+            raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
+        transpose(out, inputs, launch)
+    return kernel
+
+
+CHECKS_BEFORE = 2                    # small_kernel's check shapes
+TIMED = CHECKS_BEFORE + SAMPLES      # launches before the re-check
+AFTER_TIMING = "after being timed, the kernel's results were wrong (does it skip work or reuse old results?) "
+# transpose at small_kernel's shapes: checked at 33x65 and 1x1, timed at 4097x31 (127007 elements)
+OUTCOMES = {   # name: (kernel, status, the message's start, words further on)
+    "does no work": (lambda out, inputs, launch: None, "incorrect",
+                     "at shape 33x65 (rows, cols): 2145 of 2145 values wrong; first at out[0][0]: expected ",
+                     "(NaN: your kernel never wrote it)"),
+    "one ulp off": (one_ulp_off, "incorrect",
+                    "at shape 33x65 (rows, cols): 1 of 2145 values wrong; first at out[0][0]: expected ", ""),
+    "writes past the end": (past_the_end, "oob_write", "at shape 33x65 your kernel wrote outside its output: "
+                            "1 value(s) after the end of the output (the first at flat index 2145 of an output "
+                            "of 2145 elements)", ""),
+    "writes before the start": (before_the_start, "oob_write", "at shape 33x65 your kernel wrote outside its "
+                                "output: 1 value(s) before its start (the nearest at flat index -1)", ""),
+    "writes past the end once timed": (past_the_end_once_timed, "oob_write", "while timed, your kernel wrote "
+                                       "outside its output: 1 value(s) after the end of the output (the first "
+                                       "at flat index 127007 of an output of 127007 elements)", ""),
+    "stops working once timed": (lazy_after(CHECKS_BEFORE + 2, transpose), "incorrect", AFTER_TIMING +
+                                 "at shape 4097x31 (rows, cols): 127007 of 127007 values wrong", "never wrote it"),
+    "reuses its first result": (caching, "incorrect", AFTER_TIMING + "at shape 4097x31 (rows, cols): ", ""),
+    "CUDA error while checked": (crash(0), "crashed", "CUDA error while checking correctness: "
+                                 "CUDA_ERROR_ILLEGAL_ADDRESS", ""),
+    "CUDA error while timed": (crash(CHECKS_BEFORE), "crashed", "CUDA error while timing: ", ""),
+    "CUDA error after timing": (crash(TIMED), "crashed", "CUDA error while re-checking correctness after "
+                                "timing: ", ""),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTCOMES))
+def test_each_outcome_has_its_status_and_message(name):
+    kernel, status, start, words = OUTCOMES[name]
+    result = grade_on_cpu("transpose", kernel)
+    assert result["status"] == status and result["message"].startswith(start), result["message"]
+    assert words in result["message"]
+
+
+def test_a_kernel_that_fails_after_timing_scores_nothing_however_fast():
+    answer = grade_on_cpu("transpose", lazy_after(CHECKS_BEFORE + 2, transpose))
+    kernel = SPEC.kernel("padded")
+    assert answer["timing"]["ratio"] > kernel.target
+    result = result_from_child(ChildResult("ok", answer=answer), SPEC, kernel, 10, seed=7)
+    assert result.status == "incorrect" and result.points == 0
+
+
+def test_a_compile_error_is_reported_before_anything_runs():
+    class NoCompiler(CpuBench):
+        def load(self, source, function):
+            raise CompileError("Your CUDA code did not compile: line 3: error")
+    result = child.check_and_time(NoCompiler("transpose", transpose), small_kernel("transpose"), "src", 5.0)
+    assert result == {"status": "compile_error", "message": "Your CUDA code did not compile: line 3: error"}
+
+
+def test_the_graders_own_errors_are_not_blamed_on_the_kernel():
+    def broken(out, inputs, launch):
+        raise ValueError("a bug in the grader")
+    with pytest.raises(ValueError, match="a bug in the grader"):
+        grade_on_cpu("transpose", broken)
