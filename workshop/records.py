@@ -104,6 +104,18 @@ def write_gemm_record(record: dict, out: Path | None, name: str | None = None) -
     return RESULTS / name
 
 
+WARPTILING_GOAL = 0.937   # the GEMM worklog's warp-tiling kernel: 93.7% of cuBLAS
+
+
+def warptiling_goal_line(size: str, rows: dict) -> str | None:
+    """Whether warp tiling reached the worklog's goal at one size (a benchmark's verdict, not a test's)."""
+    ratio = rows.get("warptiling", {}).get("ratio")
+    if ratio is None:
+        return None
+    verdict = "met" if ratio >= WARPTILING_GOAL else "not met"
+    return f"  warp tiling at {size}: {100 * ratio:.1f}% of cuBLAS; the worklog's goal {100 * WARPTILING_GOAL:.1f}%: {verdict}"
+
+
 def gemm_table(record: dict) -> str:
     """The record as a text table: each size's kernels, the warp-tiling variants, the ncu counts."""
     lines = [f"{record['gpu']}  (targets in spec: {record['targets_in_spec']}; graded at {record['graded_shape']})"]
@@ -118,6 +130,9 @@ def gemm_table(record: dict) -> str:
                              f"{r['suggested_target']:>7.3f}")
             else:
                 lines.append(f"  {kid:<13}{r['status']:<10}  {r['message'][:70]}")
+        goal = warptiling_goal_line(size, entry["kernels"])
+        if goal:
+            lines.append(goal)
     for v in record.get("warptiling_variants", []):
         lines.append(f"warptiling block {v['block']} tile {v['tile']} {v['params']} at {v['shape']}: {v['status']}" +
                      (f", {v['gflops']:.0f} GFLOP/s, {100 * v['ratio']:.1f}% of cuBLAS" if "ratio" in v else

@@ -25,7 +25,6 @@ SPEC = load_spec("gemm")
 BUDGET_S = float(os.environ.get("GEMM_TEST_BUDGET_S", "2.0"))   # per grading here (the spec's is for grading)
 WRONG = tracks.get("gemm").wrong_solutions()
 SLOW = ROOT / "tracks/gemm/solutions/wrong/slow_warptiling.cu"
-GOAL = 0.937          # the warp-tiling reference's goal: 93.7% of cuBLAS
 
 
 def assert_as_expected(path, result: dict) -> None:
@@ -88,12 +87,6 @@ def test_the_worklog_climbs(record):
     for slower, faster in zip(ladder, ladder[1:]):
         assert ratio[slower] < ratio[faster], f"{slower} ({ratio[slower]:.3f}) >= {faster} ({ratio[faster]:.3f})"
     assert ratio["warptiling"] >= max(ratio.values()) * 0.97
-
-
-def test_warptiling_goal(record):
-    ratio = rows(record)["warptiling"]["ratio"]
-    print(f"\nwarp tiling: {100 * ratio:.1f}% of cuBLAS (goal {100 * GOAL:.1f}%)")
-    assert ratio >= GOAL, f"warp tiling reaches {100 * ratio:.1f}% of cuBLAS, under the {100 * GOAL:.1f}% goal"
 
 
 def test_references_score_full_marks(record):
