@@ -117,6 +117,15 @@ def expected_statuses(path: Path) -> tuple[str, ...]:
     return tuple(match.group(1).split("|")) if match else ()
 
 
+def unmet_expectation(path: Path, status: str, points: float) -> str:
+    """'' when a known-wrong CUDA solution's grading ended in a status its ``status:`` line allows, with the
+    points its ``expect:`` line gives its kernel's score cell; else what differs."""
+    expected = expected_points(path)[f"{graded_kernel(path)}_score"]
+    if status not in expected_statuses(path):
+        return f"{path.name}: status {status}, expected one of {expected_statuses(path)}"
+    return "" if expected.matches(points) else f"{path.name}: {points:g} points, expected {expected}"
+
+
 def graded_kernel(path: Path) -> str:
     """The kernel a known-wrong CUDA solution is handed in as: the KERNEL of the one ``KERNEL_score`` cell on
     its ``expect:`` line."""

@@ -129,3 +129,10 @@ def test_release_holds_no_solution_and_no_hidden_test(track, course):
     assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
     stubs = [c for c in release.cells if is_solution(c)]
     assert stubs and all("raise NotImplementedError()" in c.source for c in stubs)
+
+
+def test_unmet_expectation_says_what_differs():
+    path = tracks.get("transpose").solutions / "wrong" / "slow_tiled.cu"   # expect: tiled_score=1, status: ok
+    assert tracks.unmet_expectation(path, "ok", 1.0) == ""
+    assert "status incorrect" in tracks.unmet_expectation(path, "incorrect", 1.0)
+    assert "2 points, expected" in tracks.unmet_expectation(path, "ok", 2.0)
