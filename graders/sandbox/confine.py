@@ -153,6 +153,7 @@ class SandboxCgroup:
     def __init__(self, parents: dict[str, tuple[int, Path]]):
         self.name = f"{PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
         self.dirs: dict[str, tuple[int, Path]] = {}
+        self.oom_notified = False   # v1's OOM eventfd fired (it can fire before the kernel counts a kill)
         made: dict[Path, Path] = {}
         for controller, (version, base) in parents.items():
             if base not in made:
@@ -211,6 +212,8 @@ class SandboxCgroup:
             return None
 
     def out_of_memory(self) -> bool:
+        if self.oom_notified:
+            return True
         if "memory" not in self.dirs:
             return False
         version, path = self.dirs["memory"]
@@ -493,7 +496,8 @@ def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, *, cp
         ready = select.select(readers, [], [], timeout)[0] if readers else time.sleep(timeout) or []
         if target.info_r in ready:
             target.read_info()
-        if oom is not None and oom in ready:   # one process was killed for memory: the whole sandbox goes
+        if oom is not None and oom in ready:   # the sandbox hit its memory cap: the whole sandbox goes
+            cgroup.oom_notified = True
             return stop(signal.SIGKILL, None)   # _finish says so
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
