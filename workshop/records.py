@@ -1,8 +1,8 @@
 """Records of GPU runs: JSON files in ``benchmarks/results/`` (`graders.settings.RESULTS`), each copied to
 ``$OUT`` when that is set (a device run brings back what is there).
 
-- `write_gpu_record`: what a run measured (the nbgrader runs' seconds and scores), with the GPU, the date
-  and the versions: ``<prefix>-<date>-<time>.json``;
+- `write_gpu_record`: what a run measured (the nbgrader runs' seconds and scores), with the GPU, the date,
+  the versions and the grading code it ran (`grading_code`): ``<prefix>-<date>-<time>.json``;
 - the GEMM worklog record, ``gemm-<date>-<time>.json`` and its chart (``.png``): each reference kernel's
   GFLOP/s, ratio to cuBLAS and score, at each size graded. The GEMM GPU tests write it at the spec's
   ``perf_shape``, ``python -m benchmarks.gemm_bench`` adds sizes, launch variants and ncu counts, and
@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -19,7 +20,19 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from graders.settings import RESULTS
+from graders import tracks
+from graders.settings import PACKAGE_ROOT, RESULTS
+
+
+def grading_code(root: Path = PACKAGE_ROOT) -> str:
+    """A short hash of the code that decides grades: ``graders/**/*.py`` and each track's grader files
+    (`graders.tracks.GRADER_FILES`). Equal hashes: a record describes the grading code as it is now."""
+    files = sorted(root.glob("graders/**/*.py")) + sorted(
+        f for name in tracks.GRADER_FILES for f in root.glob(f"tracks/*/{name}"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...] = ()) -> Path:
@@ -36,7 +49,7 @@ def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...
             found[dist] = None
     now = datetime.datetime.now(datetime.timezone.utc)
     record = {"what": what, "gpu": gpu.name if gpu else None, "date": now.isoformat(timespec="seconds"),
-              "python": platform.python_version(), "versions": found, **fields}
+              "python": platform.python_version(), "versions": found, "grading_code": grading_code(), **fields}
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{prefix}-{now:%Y%m%d-%H%M%S}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
@@ -82,7 +95,7 @@ def new_gemm_record(environment: dict | None) -> dict:
     spec = load_spec("gemm")
     gpu = detect_gpu()
     return {"gpu": (environment or {}).get("gpu") or (gpu.name if gpu else None),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment, "grading_code": grading_code(),
             "targets_in_spec": spec.targets, "graded_shape": label(next(iter(spec.kernels.values())).perf_shape),
             "sizes": {}}
 
