@@ -155,12 +155,12 @@ def _compare(out: np.ndarray, expected: np.ndarray) -> str:
     unwritten = np.isnan(out) & ~np.isnan(expected)
     if unwritten.any():
         idx = _first(unwritten)
-        return (f"out[{idx}] was never written (still NaN), expected {expected[idx]:g}"
+        return (f"out[{_index_text(idx)}] was never written (still NaN), expected {expected[idx]:g}"
                 f" ({int(unwritten.sum())} of {out.size} positions unwritten)")
     wrong = ~np.isclose(out, expected, rtol=1e-5, atol=1e-5)
     if wrong.any():
         idx = _first(wrong)
-        return (f"out[{idx}] = {out[idx]:g}, expected {expected[idx]:g}"
+        return (f"out[{_index_text(idx)}] = {out[idx]:g}, expected {expected[idx]:g}"
                 f" ({int(wrong.sum())} of {out.size} positions wrong)")
     return ""
 
@@ -168,6 +168,11 @@ def _compare(out: np.ndarray, expected: np.ndarray) -> str:
 def _first(mask: np.ndarray) -> tuple[int, ...] | int:
     idx = tuple(int(i) for i in np.argwhere(mask)[0])
     return idx[0] if len(idx) == 1 else idx
+
+
+def _index_text(idx: tuple[int, ...] | int) -> str:
+    """``3`` or ``1, 2``: an index as the student writes it between brackets."""
+    return ", ".join(map(str, idx)) if isinstance(idx, tuple) else str(idx)
 
 
 def _limit_violations(puzzle: Puzzle, case: Case, log: AccessLog) -> list[str]:

@@ -405,3 +405,13 @@ def test_kernel_within_the_limits_is_told_which_limits_it_met(puzzle_id, limits,
     assert capsys.readouterr().out.splitlines() == [
         f"✓ {puzzle.title}: correct on the {len(puzzle.cases('public'))} public case(s) (the simulator)",
         f"✓ access limits: {limits}", "  Hidden tests use fresh random inputs and more sizes."]
+
+
+def test_a_wrong_element_of_a_2d_output_is_named_as_the_student_indexes_it():
+    from graders.numba_engine.child import _compare
+    expected = np.zeros((2, 3))
+    out = expected.copy()
+    out[1, 2] = 5
+    assert _compare(out, expected).startswith("out[1, 2] = 5, expected 0")
+    out[0, 1] = np.nan
+    assert _compare(out, expected).startswith("out[0, 1] was never written (still NaN), expected 0")
