@@ -48,7 +48,12 @@ class Track:
     name: str
     folder: Path
     engine: str
-    requires_gpu: bool   # ``[assignment] requires_gpu``; autograde refuses to start on a machine without one
+    assignment: dict   # the spec's ``[assignment]`` table
+
+    @property
+    def requires_gpu(self) -> bool:
+        """``[assignment] requires_gpu`` (default: a CUDA track does); autograde refuses to start without one."""
+        return bool(self.assignment.get("requires_gpu", self.engine == "cuda"))
 
     @property
     def spec_path(self) -> Path:
@@ -157,7 +162,7 @@ def _read(folder: Path) -> Track:
         raise TrackError(f"{spec} [assignment]: engine must be one of {ENGINES}, got {engine!r}")
     if top.get("name") != folder.name:
         raise TrackError(f"{spec} [assignment]: name must be the folder's name {folder.name!r}")
-    return Track(folder.name, folder, engine, bool(top.get("requires_gpu", engine == "cuda")))
+    return Track(folder.name, folder, engine, top)
 
 
 def all_tracks(root: Path | None = None) -> list[Track]:
@@ -172,8 +177,14 @@ def find(name: str) -> Track | None:
 
 
 def get(name: str) -> Track:
-    folder = settings.TRACKS / name
-    if not folder.is_dir():
+    track = find(name)
+    if track is None:
         known = ", ".join(t.name for t in all_tracks())
-        raise TrackError(f"no track {name!r} (no folder {folder}); tracks: {known}")
-    return _read(folder)
+        raise TrackError(f"no track {name!r} (no folder {settings.TRACKS / name}); tracks: {known}")
+    return track
+
+
+def problem_modules(engine: str) -> list[tuple[Track, ModuleType]]:
+    """Each track of ``engine`` that brings problems, with its imported ``problem.py``."""
+    found = [(t, t.problem_module()) for t in all_tracks() if t.engine == engine]
+    return [(track, module) for track, module in found if module is not None]

@@ -2,15 +2,13 @@
 puzzles notebooks with nbgrader."""
 from __future__ import annotations
 
-import tomllib
-
 from graders import tracks
 from graders.tracks import Expectation, expected_points
 from workshop import submissions
 from workshop.cells import read_cells
 
 WRONG_DIR = submissions.PUZZLE_SOLUTIONS / "wrong"
-_SPEC = tomllib.loads(tracks.get("puzzles").spec_path.read_text())["assignment"]
+_SPEC = tracks.get("puzzles").assignment
 FULL_MARKS = {"correct": float(_SPEC["points_correct"]), "limits": float(_SPEC["points_limits"])}
 
 

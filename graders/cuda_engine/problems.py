@@ -58,8 +58,7 @@ def matrix_bytes(shape: Shape) -> int:
 @functools.cache
 def _registry() -> dict[str, Problem]:
     found: dict[str, Problem] = {}
-    for track in tracks.all_tracks():
-        module = track.problem_module() if track.engine == "cuda" else None
+    for track, module in tracks.problem_modules("cuda"):
         for p in getattr(module, "PROBLEMS", ()):
             if p.kind in found:
                 raise tracks.TrackError(f"{track.folder}/problem.py: kind {p.kind!r} is defined twice")

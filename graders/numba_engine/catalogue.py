@@ -7,16 +7,7 @@ from __future__ import annotations
 from graders import tracks
 from graders.numba_engine.puzzle import Puzzle
 
-
-def _load() -> list[Puzzle]:
-    found: list[Puzzle] = []
-    for track in tracks.all_tracks():
-        if track.engine == "numba":
-            found += track.problem_module().PUZZLES
-    return found
-
-
-PUZZLES: list[Puzzle] = _load()
+PUZZLES: list[Puzzle] = [p for _, module in tracks.problem_modules("numba") for p in module.PUZZLES]
 BY_ID: dict[str, Puzzle] = {p.id: p for p in PUZZLES}
 
 

@@ -4,17 +4,16 @@ spec's; and a release (real ``nbgrader generate_assignment``) with no solution a
 from __future__ import annotations
 
 import re
-import tomllib
 
 import nbformat
 import pytest
 from nbgrader.utils import is_grade, is_locked, is_solution
 
 from graders import tracks
-from graders.result import Status
 from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.structure import load_structure
 from graders.numba_engine import catalogue
+from graders.result import Status
 from workshop import course as nbg
 from workshop import notebooks
 from workshop.cells import read_cells, strip_solution_markers
@@ -35,7 +34,7 @@ def _cells(track: tracks.Track) -> dict[str, nbformat.NotebookNode]:
 def _points(track: tracks.Track) -> dict[str, float]:
     """What the spec says each graded cell is worth, by grade_id."""
     if track.engine == "numba":
-        spec = tomllib.loads(track.spec_path.read_text())["assignment"]
+        spec = track.assignment
         return {f"{p.id}_{part}": float(spec[f"points_{part}"])
                 for p in track.problem_module().PUZZLES for part in ("correct", "limits")}
     points = {f"{kid}_score": k.points for kid, k in load_spec(track.name).kernels.items()}

@@ -6,8 +6,6 @@ hidden test cells: ``<id>_correct`` (correctness on fresh inputs) and ``<id>_lim
 """
 from __future__ import annotations
 
-import tomllib
-
 import nbformat
 
 from graders import notebook as nb
@@ -49,7 +47,7 @@ def _hidden_tests(p: Puzzle, points: dict) -> list[nbformat.NotebookNode]:
 
 
 def build() -> nbformat.NotebookNode:
-    points = tomllib.loads(TRACK.spec_path.read_text())["assignment"]
+    points = TRACK.assignment
     reference = read_cells(TRACK.solutions / "reference.py")
     cells = [nb.markdown(INTRO.format(correct=points["points_correct"], limits=points["points_limits"])),
              nb.locked(reference["setup"], "setup")]
