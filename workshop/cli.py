@@ -45,8 +45,9 @@ def _build(names: list[str], check: bool) -> int:
     stale = 0
     for track in [tracks.get(n) for n in names] if names else tracks.all_tracks():
         if check:
-            stale += notebooks.is_stale(track)
-            print(f"{track.notebook_path}: {'stale (run `workshop build`)' if notebooks.is_stale(track) else 'up to date'}")
+            is_stale = notebooks.is_stale(track)
+            stale += is_stale
+            print(f"{track.notebook_path}: {'stale (run `workshop build`)' if is_stale else 'up to date'}")
         else:
             print(f"{track.notebook_path}: {'written' if notebooks.write(track) else 'up to date'}")
     return 1 if stale else 0

@@ -21,8 +21,9 @@ def is_stale(track: Track) -> bool:
 
 def write(track: Track) -> bool:
     """Write the track's notebook; True when it changed."""
-    if not is_stale(track):
+    rendered = render(track)
+    if track.notebook_path.is_file() and track.notebook_path.read_text() == rendered:
         return False
     track.notebook_path.parent.mkdir(parents=True, exist_ok=True)
-    track.notebook_path.write_text(render(track))
+    track.notebook_path.write_text(rendered)
     return True

@@ -50,31 +50,6 @@ def write(course: Path, student: str, assignment: str, nb: nbformat.NotebookNode
     return path
 
 
-TRANSPOSE_SOLUTIONS = tracks.get("transpose").solutions
-
-
-def transpose_cell(kernel_id: str, source: str, block=None, tile=None) -> str:
-    """A transpose solution cell as a student would fill it: ``<id>_src = r\"\"\"...\"\"\"`` (CUDA C++ in a
-    string), and for a kernel with student geometry (``best``) the ``best_block`` and ``best_tile`` lines."""
-    cell = f'{kernel_id}_src = r"""\n{source.strip()}\n"""'
-    if block is not None or tile is not None:
-        cell += f"\n{kernel_id}_block = {tuple(block)}\n{kernel_id}_tile = {tuple(tile)}"
-    return cell
-
-
-def transpose_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
-    """Solution cells for the transpose notebook, by grade_id: ``sources`` (kernel id -> CUDA source) where
-    given, else the references in tracks/transpose/solutions/; ``best`` gets the spec's default geometry."""
-    from graders.cuda_engine.spec import load_spec
-    spec = load_spec("transpose")
-    answers = {}
-    for kid, kernel in spec.kernels.items():
-        source = (sources or {}).get(kid) or kernel.reference.read_text()
-        geometry = kernel.geometry if kernel.student_geometry else None
-        answers[kid] = transpose_cell(kid, source, geometry and geometry.block, geometry and geometry.tile)
-    return answers
-
-
 def cuda_answers(track: str, sources: dict[str, str] | None = None) -> dict[str, str]:
     """Solution cells for a CUDA track's notebook, by grade_id: the source notebook's own (the references,
     with nbgrader's markers removed), except that the kernels in ``sources`` (kernel id -> CUDA source) are
@@ -88,8 +63,3 @@ def cuda_answers(track: str, sources: dict[str, str] | None = None) -> dict[str,
         literal = re.compile(rf'^{kid}_src = r""".*?"""', re.DOTALL | re.MULTILINE)
         answers[kid] = literal.sub(lambda _: f'{kid}_src = r"""\n{source.strip()}\n"""', answers[kid], count=1)
     return answers
-
-
-def gemm_answers(sources: dict[str, str] | None = None) -> dict[str, str]:
-    """`cuda_answers` of the GEMM worklog."""
-    return cuda_answers("gemm", sources)

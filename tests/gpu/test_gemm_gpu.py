@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from graders import tracks
-from graders.settings import ROOT
-from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.grade import grade_kernel, report
+from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.structure import tune_launch
+from graders.settings import ROOT
 from workshop import ncu, records
 
 pytestmark = pytest.mark.gpu

@@ -5,9 +5,9 @@ Records seconds per submission and the scores under benchmarks/results/ (and $OU
 from __future__ import annotations
 
 import pytest
+from nbgrader_course import all_mistakes, unmet
 
 from graders.numba_engine import catalogue
-from nbgrader_course import all_mistakes, unmet
 from workshop import submissions
 from workshop.course import Autograding, Course
 from workshop.records import write_gpu_record

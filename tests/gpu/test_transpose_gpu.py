@@ -6,9 +6,9 @@ Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_transpose_gpu.py 
 import pytest
 
 from graders import tracks
-from graders.settings import ROOT
-from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.grade import grade_kernel, report
+from graders.cuda_engine.spec import load_spec
+from graders.settings import ROOT
 
 pytestmark = pytest.mark.gpu
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from transpose_cells import SPEC, slow_source
+
 from workshop import submissions
 from workshop.course import Autograding, Course
 from workshop.records import write_gpu_record
@@ -42,7 +42,7 @@ def grading(tmp_path_factory):
 
 
 def test_correct_but_slow_gets_correctness_and_partial_speed_points(grading):
-    answers = submissions.transpose_answers({kid: slow_source(kid) for kid in SLOW_PARTS})
+    answers = submissions.cuda_answers("transpose", {kid: slow_source(kid) for kid in SLOW_PARTS})
     scores = grading.grade("slow", answers)
     for kid in SLOW_PARTS:
         kernel = SPEC.kernel(kid)
@@ -71,10 +71,10 @@ time.perf_counter = lambda: 0.0
 
 def test_a_notebook_that_forges_score_and_the_timers_earns_its_honest_points(grading):
     """``score`` redefined and the timers patched in the notebook: the trusted grader runs neither."""
-    answers = submissions.transpose_answers({"padded": slow_source("padded")})
+    answers = submissions.cuda_answers("transpose", {
+        "padded": slow_source("padded"),
+        "naive": 'extern "C" __global__ void transpose_naive(float* out, const float* in, int rows, int cols) {}'})
     answers["copy"] += "\n" + HOSTILE_COPY_CELL
-    answers["naive"] = submissions.transpose_cell("naive", 'extern "C" __global__ void transpose_naive('
-                                                  'float* out, const float* in, int rows, int cols) {}')
     scores = grading.grade("forger", answers)
     assert scores["copy_score"] == FULL["copy_score"] and scores["tiled_score"] == FULL["tiled_score"]
     assert scores["naive_score"] == 0
