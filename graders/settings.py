@@ -31,11 +31,7 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def root() -> Path:
-    return Path(os.environ.get("WORKSHOP_ROOT", PACKAGE_ROOT))
-
-
-ROOT = root()
+ROOT = Path(os.environ.get("WORKSHOP_ROOT", PACKAGE_ROOT))
 TRACKS = ROOT / "tracks"
 ASSIGNMENTS = ROOT / "assignments"
 RESULTS = ROOT / "benchmarks" / "results"

@@ -92,7 +92,7 @@ def spec_path(assignment: str | Path) -> Path:
     path = Path(assignment)
     if path.suffix == ".toml":
         return path
-    return settings.root() / "tracks" / str(assignment) / "spec.toml"
+    return settings.TRACKS / str(assignment) / "spec.toml"
 
 
 def read_toml(path: Path, what: str) -> dict:
