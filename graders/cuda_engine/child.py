@@ -10,10 +10,14 @@ Phases (`check_and_time`), each stopping at the first failure:
 2. correctness at every ``check_shapes`` shape, on random inputs (every input of the child is drawn from
    the request's ``seed``, which the answer repeats), into outputs poisoned with NaN and fenced by canary
    guard regions (an out-of-bounds write damages a guard and is reported as such);
-3. timing at ``perf_shape`` (`graders.cuda_engine.timing.CudaTimer`): the problem's baseline (a device-to-device copy
-   of the same bytes for copy/transpose) and the kernel, interleaved, over rotated input sets;
-4. correctness again on fresh inputs *after* timing, which catches kernels that stop working (cache a
-   result, skip work) once warmed up; guards of the timed outputs are checked too.
+3. timing at ``perf_shape`` (`graders.cuda_engine.timing`): the problem's baseline (a device-to-device copy
+   of the same bytes for copy/transpose) and the kernel, interleaved, one launch per sample. Before every
+   timed launch the inputs are drawn afresh and the output is poisoned; after it the output is checked
+   against the reference and its guards are checked. A kernel that remembers results, replays them or skips
+   work on some launches fails here. A median time below what the problem's hardware ceiling allows
+   (``Problem.roof``: the bytes at the memory's peak bandwidth, or the FLOPs at the FP32 peak) is not
+   credited: status ``implausible``, correctness points only;
+4. correctness again on fresh inputs at every shape *after* timing.
 A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
 one, which is why each kernel is graded in its own child.
 
@@ -35,12 +39,19 @@ except ImportError:  # cuda.core before 0.4
 from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
+from graders.cuda_engine.timing import Subject
 from graders.result import Status
+
+
+class TimedLaunchFailed(Exception):
+    """A timed launch wrote outside its output or gave a wrong result; ``status`` says which."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status = status
 
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
 CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
-TIMING_BYTES = 4 << 30          # inputs + outputs of all rotated timing sets together, at most
-MAX_SETS = 4
 
 
 class Bench:
@@ -68,10 +79,13 @@ class Bench:
     def launch(self, out, inputs: list, shape: Shape) -> None:
         raise NotImplementedError
 
-    def timer(self, subjects: dict, n_sets: int):
-        """A timer of ``subjects`` (name -> fn(set index)): ``measure(budget_s)`` gives `timing.Stats` by
-        name, ``l2_bytes`` the cache it flushes (see `graders.cuda_engine.timing.CudaTimer`)."""
+    def timer(self, subjects: dict):
+        """A `graders.cuda_engine.timing.Timer` of ``subjects`` (name -> `timing.Subject`)."""
         raise NotImplementedError
+
+    def peaks(self) -> dict[str, float]:
+        """The device's hardware ceilings by `Problem.roof` name (`graders.cuda_engine.timing.peaks`)."""
+        return {}
 
     def enqueue(self):
         """A context in which torch work goes where the kernel runs."""
@@ -121,27 +135,67 @@ class Bench:
                 "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
 
     def time(self, shape: Shape, budget_s: float) -> dict:
+        """Time the kernel against the baseline at ``shape``, every timed launch on fresh inputs and checked.
+        Raises `TimedLaunchFailed` at the first timed launch that goes wrong."""
         problem = self.problem
-        sets = [(self.inputs(shape), self.output(shape))]
-        per_set = sum(t.untyped_storage().nbytes() for t in (*sets[0][0], sets[0][1][0]))   # as allocated
-        n_sets = max(2, min(MAX_SETS, TIMING_BYTES // per_set))
-        sets += [(self.inputs(shape), self.output(shape)) for _ in range(n_sets - 1)]
-        self.synchronize()
+        buffer, out = self.output(shape)
+        current = {"inputs": self.inputs(shape), "launches": 0}
+        label = "x".join(map(str, shape))
+
+        def fresh() -> None:
+            current["inputs"] = self.inputs(shape)
+            with self.enqueue():
+                out.fill_(float("nan"))
+
+        def verify() -> None:
+            current["launches"] += 1
+            damage = guard_damage(buffer)
+            if damage:
+                raise TimedLaunchFailed(Status.OOB_WRITE, f"while timed, your kernel wrote outside its output: "
+                                        f"{damage}")
+            with self.enqueue():
+                expected = problem.reference(current["inputs"])
+            self.synchronize()
+            wrong = verdict(problem, out, expected)
+            if wrong:
+                raise TimedLaunchFailed(Status.INCORRECT, f"timed launch {current['launches']} (fresh inputs at "
+                                        f"shape {label}) gave wrong results: every launch must do all its work "
+                                        f"on the inputs it is given, none may reuse an earlier result or skip "
+                                        f"work. {wrong}")
+
         timer = self.timer({
-            "baseline": lambda i: problem.baseline(sets[i][1][1], sets[i][0]),
-            "kernel": lambda i: self.launch(sets[i][1][1], sets[i][0], shape),
-        }, n_sets)
+            "baseline": Subject(lambda: problem.baseline(out, current["inputs"]), prepare=fresh),
+            "kernel": Subject(lambda: self.launch(out, current["inputs"], shape), prepare=fresh, verify=verify),
+        })
         stats = timer.measure(budget_s)
-        damaged = [d for d in (guard_damage(s[1][0]) for s in sets) if d]
         work = problem.work(shape)
         base, kern = stats["baseline"], stats["kernel"]
         return {
-            "shape": list(shape), "input_sets": n_sets, "l2_bytes": timer.l2_bytes,
+            "shape": list(shape), "verified_launches": kern.samples, "l2_bytes": timer.l2_bytes,
             "baseline": base.as_dict() | {"throughput": work / base.median_s, "name": problem.baseline_name},
             "kernel": kern.as_dict() | {"throughput": work / kern.median_s},
             "work_unit": problem.work_unit, "ratio": base.median_s / kern.median_s,
-            "oob_write": damaged[0] if damaged else "",
+            "ceiling": self.ceiling(),
         }
+
+    def ceiling(self) -> dict:
+        """The problem's hardware ceiling on this device: its name and throughput, {} when none is known."""
+        peak = self.peaks().get(self.problem.roof or "")
+        return {"roof": self.problem.roof, "throughput": peak} if peak else {}
+
+
+def implausible(timing: dict) -> str:
+    """'' unless the kernel's median throughput is above its hardware ceiling; then why it is not credited."""
+    ceiling, kernel = timing.get("ceiling") or {}, timing["kernel"]
+    if not ceiling or kernel["throughput"] <= ceiling["throughput"]:
+        return ""
+    what = {"dram": "the memory's peak bandwidth", "fp32": "the FP32 pipes' peak rate"}.get(ceiling["roof"],
+                                                                                           ceiling["roof"])
+    unit = timing["work_unit"]
+    return (f"your kernel's median time, {kernel['median_s'] * 1e3:.4g} ms, means "
+            f"{kernel['throughput'] / 1e9:.0f} G{unit}/s, above {what} on this GPU "
+            f"({ceiling['throughput'] / 1e9:.0f} G{unit}/s): no kernel that does the work is that fast, so its "
+            f"speed is not credited (tensor cores in an FP32 step, or work done outside the timed launch?)")
 
 
 class Harness(Bench):
@@ -177,9 +231,13 @@ class Harness(Bench):
         args += [np.int32(v) for v in self.problem.sizes(shape)]
         launch(self.stream, config, self.kernel, *args)
 
-    def timer(self, subjects: dict, n_sets: int):
+    def timer(self, subjects: dict):
         from graders.cuda_engine.timing import CudaTimer
-        return CudaTimer(subjects, n_sets, self.torch_stream)
+        return CudaTimer(subjects, self.torch_stream)
+
+    def peaks(self) -> dict[str, float]:
+        from graders.cuda_engine.timing import peaks
+        return peaks()
 
     def enqueue(self):
         return self.torch.cuda.stream(self.torch_stream)
@@ -260,11 +318,11 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
                 return result | {"status": checks[-1]["status"], "message": checks[-1]["message"]}
         bench.release()
         phase = "timing"
-        result["timing"] = timing = bench.time(kernel.perf_shape, budget_s)
+        try:
+            result["timing"] = timing = bench.time(kernel.perf_shape, budget_s)
+        except TimedLaunchFailed as failed:
+            return result | {"status": failed.status, "message": str(failed)}
         result["clocks_after"] = bench.clocks()
-        if timing["oob_write"]:
-            return result | {"status": Status.OOB_WRITE,
-                             "message": f"while timed, your kernel wrote outside its output: {timing['oob_write']}"}
         bench.release()
         phase = "re-checking correctness after timing"
         for shape in dict.fromkeys([kernel.perf_shape, *kernel.check_shapes]):
@@ -277,7 +335,8 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
         if not _is_cuda_error(exc):
             raise
         return result | _crashed(phase, exc)
-    return result | {"status": Status.OK, "message": ""}
+    too_fast = implausible(timing)
+    return result | {"status": Status.IMPLAUSIBLE if too_fast else Status.OK, "message": too_fast}
 
 
 def handle(request: dict) -> dict:

@@ -7,8 +7,9 @@
   measurements in ``details`` (``GradeResult.as_dict`` gives them flat, as the GPU tests and benchmarks
   read them).
 - `score` is a hidden test (`graders.hidden_tests`): it prints a short report to stdout and returns the
-  points earned (nbgrader takes a test cell's number, below its points, as partial credit), or raises
-  `KernelFailed` for a kernel that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
+  points earned (nbgrader takes a test cell's number, below its points, as partial credit; a kernel timed
+  faster than the hardware allows gets its correctness points only), or raises `KernelFailed` for a kernel
+  that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
   and silences warnings.
 - `check_compiles` is for students without a GPU: it compiles in-process and reports registers and spills.
 
@@ -90,8 +91,10 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
     else:
         answer = dict(child.answer)
     status = Status(answer.pop("status"))
-    ratio = answer.get("timing", {}).get("ratio") if status == Status.OK else None
-    points = score_kernel(kernel, status == Status.OK, ratio)
+    if status == Status.IMPLAUSIBLE:
+        points = score_kernel(kernel, True, 0.0)     # correct, but its speed is not credited
+    else:
+        points = score_kernel(kernel, status == Status.OK, answer.get("timing", {}).get("ratio"))
     answer.pop("kernel_id", None)
     answer.pop("seed", None)
     return GradeResult(
@@ -136,7 +139,7 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
         result = grade_kernel(assignment, kernel_id, source, **options)
     print(report(result))
     sys.stdout.flush()
-    if not result.ok:
+    if not result.ok and result.status != Status.IMPLAUSIBLE:
         raise KernelFailed(f"{kernel_id}: {result.failure_line()}")
     return round(result.points, 4)
 

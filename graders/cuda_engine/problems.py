@@ -35,6 +35,9 @@ class Problem:
     atol: float = 0.0                                    # 0: results must be bit-identical
     # (out, expected) -> '' if out is right, else why not; None: elementwise with ``atol``
     compare: Callable[[Tensor, Any], str] | None = None
+    # the hardware ceiling no honest launch beats (`graders.cuda_engine.timing.peaks`): "dram" (``work`` bytes
+    # at the memory's peak bandwidth) or "fp32" (``work`` FLOPs at the FP32 pipes' peak); None: none applies
+    roof: str | None = None
 
 
 def random_matrix(shape: Shape, gen: Any) -> list[Tensor]:

@@ -1,22 +1,28 @@
 """Timing GPU work, and the record of what it was timed on.
 
-`CudaTimer` times each *subject* (the student's kernel, the baseline) with CUDA events on one stream:
-before every sample it writes a buffer twice the size of L2 (so no sample starts with its data cached),
-launches the subject ``reps`` times between two events (after a warm-up of at least ``warmup_s`` running
-every subject in turn, so the GPU leaves its idle clocks before the first sample: an idle H200 sits at
-405 MHz SM clock, and the first kernel graded after idling measured a low D2D copy baseline) (``reps`` chosen in warm-up so one sample lasts at
-least ``min_sample_s``: short kernels are not dominated by launch gaps and event resolution) rotating
-through several input sets, and then synchronizes the whole device, so nothing a sample started is still
-running when the next one begins. `run_until_stable` interleaves the subjects round by round (clock drift
-hits both alike) until each one's relative standard error of the mean is below ``rse_target`` (1%), with at
-least ``min_samples`` samples and ``min_time_s`` of sampling (many samples make the median steady from one
-grading to the next), or until the time budget is spent; the median is what is reported.
+A `Timer` samples each *subject* (the student's kernel, the baseline) one launch at a time, in three steps:
+``prepare`` (untimed: the child writes fresh random inputs and poisons the output), the launch (timed),
+``verify`` (untimed, once the launch has finished: the child checks the output against the reference for
+those inputs). So every timed launch is seen doing its work on inputs it has never seen: nothing a kernel
+remembers from earlier launches (results by output pointer or by input values, outputs from warm-up, work
+skipped on some launches) makes a timed launch cheaper than an honest one.
 
-`environment` records the GPU, its clocks (NVML, else nvidia-smi), driver, CUDA and library versions; it
-goes with every result.
+`CudaTimer` times a launch with CUDA events on one stream, after writing a buffer twice the size of L2 (no
+launch starts with its data cached; the write also keeps the GPU busy while the host enqueues the launch, so
+no launch gap is timed), then synchronizes the whole device, so nothing a launch started is still running
+when the next one begins. Before the first sample it runs every subject in turn for ``warmup_s``, so the
+GPU leaves its idle clocks (an idle H200 sits at 405 MHz SM clock). `run_until_stable` interleaves the
+subjects round by round (clock drift hits both alike) until each one's relative standard error of the mean
+is below ``rse_target`` (1%), with at least ``min_samples`` samples and ``min_time_s`` of sampling, or
+until the time budget is spent; the median is what is reported.
+
+`peaks` gives the device's hardware ceilings (DRAM bandwidth, FP32 rate) from its clocks and widths: a
+timed launch faster than its problem's ceiling allows did not do the work it claims. `environment` records
+the GPU, its clocks (NVML, else nvidia-smi), driver, CUDA and library versions; it goes with every result.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import statistics
@@ -33,7 +39,6 @@ class Stats:
     mean_s: float
     rse: float           # standard error of the mean / mean
     samples: int
-    reps: int            # launches per sample
     converged: bool      # rse target met (False: the budget ran out first)
 
     def as_dict(self) -> dict:
@@ -49,7 +54,7 @@ def rse(values: list[float]) -> float:
 
 def run_until_stable(sample: Callable[[str], float], subjects: list[str], *, budget_s: float,
                      rse_target: float = 0.01, min_samples: int = 10, min_time_s: float = 0.0,
-                     max_samples: int = 5000, reps: dict[str, int] | None = None) -> dict[str, Stats]:
+                     max_samples: int = 5000) -> dict[str, Stats]:
     """Call ``sample(subject)`` (seconds per launch) round-robin until every subject's mean is stable."""
     times: dict[str, list[float]] = {s: [] for s in subjects}
     start = time.monotonic()
@@ -66,76 +71,111 @@ def run_until_stable(sample: Callable[[str], float], subjects: list[str], *, bud
             break
         if time.monotonic() >= deadline and n >= 3:
             break
-    return {s: Stats(statistics.median(t), statistics.fmean(t), rse(t), len(t), (reps or {}).get(s, 1),
-                     stable(s)) for s, t in times.items()}
+    return {s: Stats(statistics.median(t), statistics.fmean(t), rse(t), len(t), stable(s))
+            for s, t in times.items()}
 
 
-class CudaTimer:
-    """Times subjects ``fn(set_index)`` that enqueue work on ``stream`` (a torch CUDA stream)."""
+def _nothing() -> None:
+    pass
 
-    def __init__(self, subjects: dict[str, Callable[[int], None]], n_sets: int, stream, *,
-                 min_sample_s: float = 50e-6, warmup: int = 3, warmup_s: float = 0.3):
-        import torch
-        self.torch = torch
+
+@dataclass(frozen=True)
+class Subject:
+    """One thing to time: ``run`` enqueues the timed launch; ``prepare`` runs before it and ``verify`` after
+    it has finished, both untimed (``verify`` raises to stop the timing)."""
+
+    run: Callable[[], None]
+    prepare: Callable[[], None] = _nothing
+    verify: Callable[[], None] = _nothing
+
+
+class Timer:
+    """Samples subjects one launch at a time: prepare, timed launch (`timed`), verify. Subclasses time."""
+
+    l2_bytes = 0   # the cache flushed before every launch
+
+    def __init__(self, subjects: dict[str, Subject]):
         self.subjects = subjects
-        self.n_sets = n_sets
+
+    def timed(self, name: str, run: Callable[[], None]) -> float:
+        """Seconds ``run`` took (``name`` says which subject it is)."""
+        raise NotImplementedError
+
+    def sample(self, name: str) -> float:
+        subject = self.subjects[name]
+        subject.prepare()
+        seconds = self.timed(name, subject.run)
+        subject.verify()
+        return seconds
+
+    def measure(self, budget_s: float, rse_target: float = 0.01, min_samples: int = 20,
+                min_time_s: float = 1.0, max_samples: int = 5000) -> dict[str, Stats]:
+        return run_until_stable(self.sample, list(self.subjects), budget_s=budget_s, rse_target=rse_target,
+                                min_samples=min_samples, min_time_s=min(min_time_s, budget_s),
+                                max_samples=max_samples)
+
+
+class CudaTimer(Timer):
+    """Times subjects whose work goes to ``stream`` (a torch CUDA stream) with CUDA events."""
+
+    def __init__(self, subjects: dict[str, Subject], stream, *, warmup_s: float = 0.3):
+        import torch
+        super().__init__(subjects)
+        self.torch = torch
         self.stream = stream
-        self.next_set = 0
         self.l2_bytes = l2_cache_bytes()
         self.flush_buffer = torch.empty(2 * self.l2_bytes // 4, dtype=torch.float32, device="cuda")
         self.flushes = 0
-        with torch.cuda.stream(stream):
-            self._warm_up(warmup_s)
-            self.reps = {name: self._calibrate(name, warmup, min_sample_s) for name in subjects}
+        self._warm_up(warmup_s)
 
     def _warm_up(self, seconds: float) -> None:
-        """Run every subject in turn until ``seconds`` have passed (at least once each)."""
+        """Sample every subject in turn until ``seconds`` have passed (at least once each)."""
         end = time.monotonic() + seconds
         while True:
             for name in self.subjects:
-                for _ in range(8):
-                    self.subjects[name](self._rotate())
-            self.torch.cuda.synchronize()
+                self.sample(name)
             if time.monotonic() >= end:
                 break
 
-    def _calibrate(self, name: str, warmup: int, min_sample_s: float) -> int:
-        for _ in range(warmup):
-            self.subjects[name](self._rotate())
-        self.torch.cuda.synchronize()
-        one = min(self._sample(name, 1) for _ in range(3))
-        return max(1, math.ceil(min_sample_s / max(one, 1e-9)))
-
-    def _rotate(self) -> int:
-        self.next_set = (self.next_set + 1) % self.n_sets
-        return self.next_set
-
-    def _sample(self, name: str, reps: int) -> float:
+    def timed(self, name: str, run: Callable[[], None]) -> float:
         torch = self.torch
-        self.flushes += 1
-        self.flush_buffer.fill_(float(self.flushes))
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record(self.stream)
-        for _ in range(reps):
-            self.subjects[name](self._rotate())
-        end.record(self.stream)
+        with torch.cuda.stream(self.stream):
+            self.flushes += 1
+            self.flush_buffer.fill_(float(self.flushes))
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(self.stream)
+            run()
+            end.record(self.stream)
         torch.cuda.synchronize()   # the whole device, not only this stream
-        return start.elapsed_time(end) / 1e3 / reps
-
-    def sample(self, name: str) -> float:
-        with self.torch.cuda.stream(self.stream):
-            return self._sample(name, self.reps[name])
-
-    def measure(self, budget_s: float, rse_target: float = 0.01, min_samples: int = 20,
-                min_time_s: float = 1.0) -> dict[str, Stats]:
-        return run_until_stable(self.sample, list(self.subjects), budget_s=budget_s, rse_target=rse_target,
-                                min_samples=min_samples, min_time_s=min(min_time_s, budget_s), reps=self.reps)
+        return start.elapsed_time(end) / 1e3
 
 
 def l2_cache_bytes() -> int:
     import torch
     size = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
     return int(size) or 64 << 20
+
+
+FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64}   # every other GPU: 128
+
+
+def peaks() -> dict[str, float]:
+    """The hardware ceilings of GPU 0: ``dram`` in bytes/s (memory clock x 2 transfers per clock x bus
+    width, the datasheet's bandwidth) and ``fp32`` in FLOP/s (SMs x FP32 lanes per SM x 2 x peak SM clock).
+    A ceiling the driver does not report is left out."""
+    try:
+        from cuda.core import Device
+    except ImportError:  # cuda.core before 0.4
+        from cuda.core.experimental import Device
+    device = Device(0)
+    props = device.properties
+    found: dict[str, float] = {}
+    with contextlib.suppress(Exception):
+        found["dram"] = props.memory_clock_rate * 1e3 * 2 * props.global_memory_bus_width / 8
+    with contextlib.suppress(Exception):
+        lanes = FP32_LANES_PER_SM.get(tuple(device.compute_capability), 128)
+        found["fp32"] = props.multiprocessor_count * lanes * 2 * props.clock_rate * 1e3
+    return {k: v for k, v in found.items() if v > 0}
 
 
 def clocks() -> dict:
@@ -210,5 +250,6 @@ def environment() -> dict:
         "cuda_runtime": torch.version.cuda,
         "versions": versions(),
         "clocks": clocks(),
+        "peaks": peaks(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

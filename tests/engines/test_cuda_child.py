@@ -119,7 +119,7 @@ def test_failures_score_zero(child, status, words):
 
 
 def fake_ok_answer(ratio: float) -> dict:
-    stats = {"median_s": 1e-3, "mean_s": 1e-3, "rse": 0.001, "samples": 50, "reps": 1, "converged": True}
+    stats = {"median_s": 1e-3, "mean_s": 1e-3, "rse": 0.001, "samples": 50, "converged": True}
     return {"status": "ok", "message": "", "timing": {
         "ratio": ratio, "work_unit": "B",
         "kernel": stats | {"throughput": 5.0e11}, "baseline": stats | {"throughput": 4.0e12, "name": "copy"}},
@@ -201,33 +201,26 @@ CORRECT = {                                     # a right Python "kernel" (out, 
 }
 
 
-class StandInTimer:
-    """Times like `graders.cuda_engine.timing.CudaTimer` without a GPU: `run_until_stable` over the subjects,
-    each sample one call on the next input set, exactly ``SAMPLES`` samples reporting ``SECONDS``."""
+class StandInTimer(graders.cuda_engine.timing.Timer):
+    """The grader's `Timer` (prepare, launch, verify per sample) with a stand-in clock: exactly ``SAMPLES``
+    samples of each subject, reporting ``SECONDS``."""
 
-    l2_bytes = 0
-
-    def __init__(self, subjects: dict, n_sets: int):
-        self.subjects, self.n_sets, self.calls = subjects, n_sets, 0
-
-    def sample(self, name: str) -> float:
-        self.subjects[name](self.calls % self.n_sets)
-        self.calls += 1
+    def timed(self, name: str, run) -> float:
+        run()
         return SECONDS[name]
 
     def measure(self, budget_s: float):
-        return graders.cuda_engine.timing.run_until_stable(
-            self.sample, list(self.subjects), budget_s=budget_s, min_samples=SAMPLES, max_samples=SAMPLES)
+        return super().measure(budget_s, min_samples=SAMPLES, max_samples=SAMPLES)
 
 
 class CpuBench(child.Bench):
     """The child's bench on CPU tensors; ``kernel(out, inputs, launch)`` stands in for the compiled kernel
     (``launch`` counts the launches before this one, so a kernel can change once it has been timed)."""
 
-    def __init__(self, kind: str, kernel, definition=None):
+    def __init__(self, kind: str, kernel, definition=None, peaks=None):
         definition = definition or problem(kind)
         super().__init__(definition, small_kernel(kind).geometry, seed=7)
-        self.kernel, self.launches = kernel, 0
+        self.kernel, self.launches, self.device_peaks = kernel, 0, peaks or {}
 
     def load(self, source: str, function: str) -> dict:
         return {"source": source}
@@ -236,8 +229,11 @@ class CpuBench(child.Bench):
         self.kernel(out, inputs, self.launches)
         self.launches += 1
 
-    def timer(self, subjects: dict, n_sets: int) -> StandInTimer:
-        return StandInTimer(subjects, n_sets)
+    def timer(self, subjects: dict) -> StandInTimer:
+        return StandInTimer(subjects)
+
+    def peaks(self) -> dict[str, float]:
+        return self.device_peaks
 
 
 def small_kernel(kind: str) -> KernelSpec:
@@ -249,9 +245,9 @@ def small_kernel(kind: str) -> KernelSpec:
     return dataclasses.replace(kernel, check_shapes=(shapes[1], shapes[0]), perf_shape=shapes[2])
 
 
-def grade_on_cpu(kind: str, kernel, definition=None) -> dict:
+def grade_on_cpu(kind: str, kernel, definition=None, peaks=None) -> dict:
     """The child's phases (`child.check_and_time`, as `child.handle` runs them) on a `CpuBench`."""
-    return child.check_and_time(CpuBench(kind, kernel, definition), small_kernel(kind), "src", budget_s=5.0)
+    return child.check_and_time(CpuBench(kind, kernel, definition, peaks), small_kernel(kind), "src", budget_s=5.0)
 
 
 def correct(kind: str):
@@ -290,8 +286,8 @@ def test_a_correct_kernel_is_checked_timed_and_checked_again(kind):
     assert [(tuple(c["shape"]), c.get("after_timing", False)) for c in result["checks"]] == \
         [(s, False) for s in kernel.check_shapes] + [(s, True) for s in after]
     timing = result["timing"]
-    assert timing["shape"] == list(kernel.perf_shape) and 2 <= timing["input_sets"] <= child.MAX_SETS
-    assert timing["ratio"] == 2.0 and timing["oob_write"] == "" and timing["kernel"]["samples"] == SAMPLES
+    assert timing["shape"] == list(kernel.perf_shape) and timing["verified_launches"] == SAMPLES
+    assert timing["ratio"] == 2.0 and timing["kernel"]["samples"] == SAMPLES and timing["ceiling"] == {}
 
 
 @pytest.mark.parametrize("kind", sorted(CORRECT))
@@ -343,17 +339,38 @@ def lazy_after(launches: int, kernel):
     return lambda out, inputs, launch: kernel(out, inputs, launch) if launch < launches else None
 
 
-REMEMBERED: dict = {}   # caching's answers of this grading, by output shape
+REMEMBERED: dict = {}   # what the memoizing kernels below remember, per grading
 
 
-def caching(out, inputs, launch):
-    """Computes once per output shape, then writes the remembered answer."""
-    if launch == 0:
-        REMEMBERED.clear()
-    if out.shape not in REMEMBERED:
+def memoizing(key):
+    """Computes once per ``key(out, inputs)``, then writes the remembered answer."""
+    def kernel(out, inputs, launch):
+        if launch == 0:
+            REMEMBERED.clear()
+        k = key(out, inputs)
+        if k not in REMEMBERED:
+            transpose(out, inputs, launch)
+            REMEMBERED[k] = out.clone()
+        out.copy_(REMEMBERED[k])
+    return kernel
+
+
+by_shape = memoizing(lambda out, inputs: out.shape)
+by_pointer = memoizing(lambda out, inputs: out.data_ptr())
+by_pointer_and_samples = memoizing(lambda out, inputs: (out.data_ptr(), float(inputs[0].view(-1)[0]),
+                                                        float(inputs[0].view(-1)[-1])))
+
+
+def every_other_launch_once_timed(out, inputs, launch):
+    """Honest for the checks, then lazy on every second launch (a window no check alone sees)."""
+    if launch < CHECKS_BEFORE or launch % 2:
         transpose(out, inputs, launch)
-        REMEMBERED[out.shape] = out.clone()
-    out.copy_(REMEMBERED[out.shape])
+
+
+def leaves_the_timed_shape_to_the_baseline(out, inputs, launch):
+    """Works at every check shape, never at the timed one (the baseline writes the same output buffer)."""
+    if out.shape != (small_kernel("transpose").perf_shape[1], small_kernel("transpose").perf_shape[0]):
+        transpose(out, inputs, launch)
 
 
 def crash(when: int):
@@ -367,7 +384,8 @@ def crash(when: int):
 
 CHECKS_BEFORE = 2                    # small_kernel's check shapes
 TIMED = CHECKS_BEFORE + SAMPLES      # launches before the re-check
-AFTER_TIMING = "after being timed, the kernel's results were wrong (does it skip work or reuse old results?) "
+TIMED_WRONG = ("timed launch {} (fresh inputs at shape 4097x31) gave wrong results: every launch must do all its "
+               "work on the inputs it is given, none may reuse an earlier result or skip work. ")
 # transpose at small_kernel's shapes: checked at 33x65 and 1x1, timed at 4097x31 (127007 elements)
 OUTCOMES = {   # name: (kernel, status, the message's start, words further on)
     "does no work": (lambda out, inputs, launch: None, "incorrect",
@@ -383,9 +401,14 @@ OUTCOMES = {   # name: (kernel, status, the message's start, words further on)
     "writes past the end once timed": (past_the_end_once_timed, "oob_write", "while timed, your kernel wrote "
                                        "outside its output: 1 value(s) after the end of the output (the first "
                                        "at flat index 127007 of an output of 127007 elements)", ""),
-    "stops working once timed": (lazy_after(CHECKS_BEFORE + 2, transpose), "incorrect", AFTER_TIMING +
-                                 "at shape 4097x31 (rows, cols): 127007 of 127007 values wrong", "never wrote it"),
-    "reuses its first result": (caching, "incorrect", AFTER_TIMING + "at shape 4097x31 (rows, cols): ", ""),
+    "stops working once timed": (lazy_after(CHECKS_BEFORE + 2, transpose), "incorrect", TIMED_WRONG.format(3) +
+                                 "127007 of 127007 values wrong", "never wrote it"),
+    "reuses its result for the shape": (by_shape, "incorrect", TIMED_WRONG.format(2) + "127007 of 127007 ", ""),
+    "reuses its result for the pointer": (by_pointer, "incorrect", TIMED_WRONG.format(2), ""),
+    "skips every other launch once timed": (every_other_launch_once_timed, "incorrect", TIMED_WRONG.format(1),
+                                            "never wrote it"),
+    "leaves the timed shape to the baseline": (leaves_the_timed_shape_to_the_baseline, "incorrect",
+                                               TIMED_WRONG.format(1), "never wrote it"),
     "CUDA error while checked": (crash(0), "crashed", "CUDA error while checking correctness: "
                                  "CUDA_ERROR_ILLEGAL_ADDRESS", ""),
     "CUDA error while timed": (crash(CHECKS_BEFORE), "crashed", "CUDA error while timing: ", ""),
@@ -402,12 +425,61 @@ def test_each_outcome_has_its_status_and_message(name):
     assert words in result["message"]
 
 
-def test_a_kernel_that_fails_after_timing_scores_nothing_however_fast():
-    answer = grade_on_cpu("transpose", lazy_after(CHECKS_BEFORE + 2, transpose))
+def test_a_kernel_that_stops_working_after_timing_is_caught_by_the_re_check():
+    result = grade_on_cpu("transpose", lazy_after(TIMED, transpose))
+    assert result["status"] == "incorrect" and result["timing"]["verified_launches"] == SAMPLES
+    assert result["message"].startswith("after being timed, the kernel's results were wrong (does it skip work "
+                                        "or reuse old results?) at shape 4097x31 (rows, cols): 127007 of ")
+
+
+def test_a_memo_keyed_on_input_values_never_hits_while_timed():
+    """Timed launches get fresh inputs: a kernel remembering results by pointer and sampled values must compute."""
+    result = grade_on_cpu("transpose", by_pointer_and_samples)
+    assert result["status"] == "ok"
+    assert len(REMEMBERED) == len(result["checks"]) + SAMPLES   # one entry per launch: nothing was reused
+
+
+def test_a_wrong_timed_launch_scores_nothing_however_fast():
+    answer = grade_on_cpu("transpose", every_other_launch_once_timed)
     kernel = SPEC.kernel("padded")
-    assert answer["timing"]["ratio"] > kernel.target
     result = result_from_child(ChildResult("ok", answer=answer), SPEC, kernel, 10, seed=7)
-    assert result.status == "incorrect" and result.points == 0
+    assert result.status == "incorrect" and result.points == 0 and "timed launch 1" in result.message
+
+
+# transpose timed at 4097x31: 2 * 4 * 4097 * 31 bytes per launch, in the stand-in's 1 ms
+TIMED_THROUGHPUT = 2 * 4 * 4097 * 31 / SECONDS["kernel"]
+
+
+@pytest.mark.parametrize("peak, status", [
+    (TIMED_THROUGHPUT, "ok"),                    # exactly at the memory's peak: possible
+    (TIMED_THROUGHPUT * 1.001, "ok"),
+    (TIMED_THROUGHPUT * 0.999, "implausible"),  # faster than the memory can move the bytes
+])
+def test_a_time_faster_than_the_hardware_allows_is_not_credited(peak, status):
+    result = grade_on_cpu("transpose", correct("transpose"), peaks={"dram": peak, "fp32": 1.0})
+    assert result["status"] == status and result["timing"]["ceiling"] == {"roof": "dram", "throughput": peak}
+    if status == "implausible":
+        assert result["message"] == (
+            f"your kernel's median time, 1 ms, means {TIMED_THROUGHPUT / 1e9:.0f} GB/s, above the memory's peak "
+            f"bandwidth on this GPU ({peak / 1e9:.0f} GB/s): no kernel that does the work is that fast, so its "
+            "speed is not credited (tensor cores in an FP32 step, or work done outside the timed launch?)")
+
+
+def test_sgemm_is_held_to_the_fp32_peak():
+    shape = small_kernel("sgemm").perf_shape
+    flops = 2 * math.prod(shape) / SECONDS["kernel"]
+    assert grade_on_cpu("sgemm", correct("sgemm"), peaks={"dram": 1.0, "fp32": flops})["status"] == "ok"
+    result = grade_on_cpu("sgemm", correct("sgemm"), peaks={"dram": 1e30, "fp32": flops / 2})
+    assert result["status"] == "implausible" and "the FP32 pipes' peak rate" in result["message"]
+
+
+def test_an_implausible_time_keeps_the_correctness_points_only():
+    padded = SPEC.kernel("padded")
+    answer = fake_ok_answer(padded.target * 10) | {"status": "implausible", "message": "above the peak"}
+    result = result_from_child(ChildResult("ok", answer=answer), SPEC, padded, 10, seed=7)
+    assert result.status == "implausible" and result.points == padded.points_correct == 1
+    assert result.details["score"] == {"correctness": 1, "performance": 0.0, "max": 3, "total": 1}
+    assert "implausible (hidden, seed 7): above the peak" in report(result)
 
 
 def test_a_compile_error_is_reported_before_anything_runs():
@@ -423,3 +495,17 @@ def test_the_graders_own_errors_are_not_blamed_on_the_kernel():
         raise ValueError("a bug in the grader")
     with pytest.raises(ValueError, match="a bug in the grader"):
         grade_on_cpu("transpose", broken)
+
+
+def test_a_kernel_cannot_launch_work_the_timer_would_not_see():
+    """Work on another stream is out of reach: the grader compiles without relocatable device code, so a
+    device-side launch (dynamic parallelism) is a compile error, and host stream APIs do not exist."""
+    from graders.cuda_engine.compile import compile_cuda
+    launches = 'extern "C" __global__ void later(float* out) { out[0] = 1.0f; }\n' \
+        'extern "C" __global__ void copy_kernel(float* out, const float* in, int rows, int cols) {\n' \
+        '  later<<<1, 1>>>(out);\n}\n'
+    with pytest.raises(CompileError, match="device-side kernel launch could not be processed"):
+        compile_cuda(launches, kernels=("copy_kernel",), defines={}, arch="sm_90")
+    streams = launches.replace("later<<<1, 1>>>(out);", "cudaStream_t s; cudaStreamCreate(&s);")
+    with pytest.raises(CompileError, match='identifier "cudaStreamCreate" is undefined'):
+        compile_cuda(streams, kernels=("copy_kernel",), defines={}, arch="sm_90")

@@ -168,7 +168,7 @@ def test_at_the_floor_nothing_even_where_the_curve_is_a_step():
     assert perf_share(0.5 * (1 + NEAR), 0.5, 0.5) == 1
 
 
-@pytest.mark.parametrize("status", [s for s in Status if s != Status.OK])
+@pytest.mark.parametrize("status", [s for s in Status if s not in (Status.OK, Status.IMPLAUSIBLE)])
 def test_only_an_ok_answer_is_scored_even_when_it_was_timed(status):
     """A kernel that fails after timing (or writes out of bounds while timed) has a ratio; it earns nothing."""
     spec = load_spec("transpose")
@@ -176,3 +176,11 @@ def test_only_an_ok_answer_is_scored_even_when_it_was_timed(status):
     answer = {"status": status, "message": "wrong", "timing": {"ratio": kernel.target * 100}}
     result = result_from_child(ChildResult("ok", answer=answer), spec, kernel, 10, seed=7)
     assert result.status == status and result.points == 0
+
+
+def test_an_implausibly_fast_kernel_earns_its_correctness_points_and_no_speed():
+    spec = load_spec("transpose")
+    kernel = spec.kernel("padded")
+    answer = {"status": Status.IMPLAUSIBLE, "message": "too fast", "timing": {"ratio": kernel.target * 100}}
+    result = result_from_child(ChildResult("ok", answer=answer), spec, kernel, 10, seed=7)
+    assert result.points == kernel.points_correct and result.details["score"]["performance"] == 0

@@ -93,7 +93,9 @@ def test_every_status_converts_from_a_cuda_childs_answer(status):
                                       "checks": [{"ok": True}]})
     result = cuda_grade.result_from_child(child, TRANSPOSE, TRANSPOSE.kernel("padded"), 10, seed=3)
     assert result.status == status and result.test == "padded" and result.seed == 3 and result.cases == 1
-    assert result.points == 0 and result.max_points == TRANSPOSE.kernel("padded").points
+    padded = TRANSPOSE.kernel("padded")
+    assert result.points == (padded.points_correct if status == Status.IMPLAUSIBLE else 0)
+    assert result.max_points == padded.points
     assert set(result.details) == {"checks", "score", "curve", "seconds"}
 
 

@@ -101,6 +101,7 @@ SGEMM = Problem(
     sizes=lambda s: (s[0], s[1], s[2]),
     grid=lambda s, tile: (-(-s[1] // tile[0]), -(-s[0] // tile[1]), 1),   # x over N (columns), y over M
     compare=gemm_mismatch,
+    roof="fp32",
 )
 
 PROBLEMS = [SGEMM]

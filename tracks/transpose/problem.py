@@ -22,6 +22,7 @@ COPY = Problem(
     work_unit="B",
     sizes=lambda s: (s[0], s[1]),
     grid=tiles,
+    roof="dram",
 )
 
 # the same matrices, launch and baseline; only what the kernel writes differs

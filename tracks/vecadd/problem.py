@@ -35,6 +35,7 @@ VECADD = Problem(
     work_unit="B",
     sizes=lambda s: (s[0],),
     grid=lambda s, tile: tiles((1, s[0]), tile),
+    roof="dram",
 )
 
 PROBLEMS = [VECADD]
