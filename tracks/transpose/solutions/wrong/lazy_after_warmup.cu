@@ -1,7 +1,7 @@
 // expect: padded_score=0
 // status: incorrect
 // Correct for its first 200000 blocks (the correctness checks and the start of timing), then every block
-// returns at once: fast, wrong results. The check after timing catches it.
+// returns at once: fast, wrong results. The check of every timed launch catches it.
 __device__ unsigned int blocks_run = 0;
 
 extern "C" __global__ void transpose_padded(float* out, const float* in, int rows, int cols)
