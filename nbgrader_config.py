@@ -3,7 +3,14 @@
 Source notebooks live in assignments/<name>/ (written by `workshop build` from tracks/<name>/; nothing else
 lives there, since nbgrader releases the whole folder); `nbgrader generate_assignment <name>` writes release/,
 submissions go under submitted/<student>/<name>/, and `nbgrader autograde <name>` writes autograded/.
+`nbgrader release_assignment`, students' `fetch_assignment`/`submit` and `nbgrader collect` go through
+exchange/ in the course directory (git-ignored); point ``Exchange.root`` at a shared folder on a multi-user hub.
 """
+import warnings
+from pathlib import Path
+
+from sqlalchemy.exc import SAWarning
+
 from graders import settings
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
@@ -12,13 +19,37 @@ c.CourseDirectory.course_id = "kernel-workshop"
 c.CourseDirectory.source_directory = "assignments"
 c.CourseDirectory.db_url = settings.gradebook_url()
 
-# Assignments known to the gradebook; `generate_assignment` adds one that is missing.
-c.CourseDirectory.db_assignments = [{"name": "puzzles"}]
+# The course's own exchange, beside this file: release and collect work without a system-wide one.
+EXCHANGE = Path(__file__).resolve().parent / "exchange"
+if not EXCHANGE.is_dir():
+    EXCHANGE.mkdir()
+    EXCHANGE.chmod(0o777)   # the mode nbgrader requires of an exchange: students' `submit` writes into it
+c.Exchange.root = str(EXCHANGE)
+
+# nbgrader 0.9's Gradebook.add_submission links a new submission to its assignment and student before it adds
+# it to the session; SQLAlchemy 2 no longer cascades that link into the session, so the autoflush in between
+# warns once per new submission. The `db.add` right after adds and commits all of it: nothing is lost.
+warnings.filterwarnings("ignore", r"Object of type <Submitted\w+> not in session", SAWarning, r"nbgrader\.api")
+
+# nbgrader's sanitizing preprocessors, in its order, with OverwriteCells replaced: nbgrader warns that every
+# test cell with hidden tests "has changed" although it is exactly as released (gradebook/released_cells.py).
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "gradebook.released_cells.OverwriteReleasedCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
 # hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.
 c.Execute.timeout = settings.cell_timeout_s()
 c.Execute.interrupt_on_timeout = True
+# The sandbox's environment drops JPY_PARENT_PID, by which jupyter_client tells a kernel that it is managed, so
+# ipykernel would print its `ipython kernel` banner into every autograde log. Its parent in the sandbox's PID
+# namespace is PID 1, which ipykernel does not poll (the sandbox ends with nbgrader): say so instead. The
+# in-memory history is nbgrader's default for Python kernels.
+c.Execute.extra_arguments = ["--IPKernelApp.parent_handle=1", "--HistoryManager.hist_file=:memory:"]
 
 # Trusted grading (graders/autograde.py): the nbgrader process grades the submitted file in the background
 # while the notebook runs in a sandboxed kernel, then replaces every graded test cell's output with its
