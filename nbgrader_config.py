@@ -62,6 +62,7 @@ c.Autograde.autograde_preprocessors = [
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "graders.autograde.TrustedGrades",
+    "gradebook.graded_on.RecordGradedOn",   # the GPU it was graded on, for `workshop export`
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",

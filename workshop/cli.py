@@ -1,6 +1,8 @@
 """``workshop``: the course's own jobs beside nbgrader's CLI.
 
   workshop demo              release, submit three notebooks, autograde, export, summarise (scratch dir)
+  workshop export            nbgrader's grades CSV plus the points of every graded cell and each kernel's
+                             time, throughput, ratio and GPU (--course DIR, default here; --to FILE)
   workshop build [TRACK...]  write assignments/<track>/<track>.ipynb from tracks/<track>/ (--check: only say
                              which are stale, exit 1 if any)
   workshop targets TRACK RECORD.json...
@@ -20,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="the whole course flow on the puzzles track, in a scratch directory")
     demo.add_argument("--dir", type=Path, default=None, help="course directory to create (default: a temp dir)")
+    export = sub.add_parser("export", help="grades with points per graded cell and each kernel's speed and GPU")
+    export.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
+    export.add_argument("--to", type=Path, default=Path("grades-detail.csv"),
+                        help="the CSV to write, relative to the course directory (default: grades-detail.csv)")
     build = sub.add_parser("build", help="write the source notebooks of the tracks (default: all)")
     build.add_argument("tracks", nargs="*", help="track names (folders under tracks/)")
     build.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook is stale")
@@ -35,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         return _targets(args.track, args.records, args.fraction, args.write)
     if args.command == "build":
         return _build(args.tracks, args.check)
+    if args.command == "export":
+        from workshop.export import write
+        print(write(args.course, args.to))
+        return 0
     from workshop.demo import run_demo
     return run_demo(args.dir)
 
