@@ -62,6 +62,25 @@ def cuda_kernel_cells(assignment: str, kernel, *, extra: str = "", launch: str =
             hidden_test(call, f"{kid}_score", kernel.points, "correctness and speed")]
 
 
+NUMBA_TARGET = """import os
+
+from graders.gpu import detect_gpu
+
+# Before numba.cuda is imported: without a GPU, kernels (also those you launch by hand) run in numba-cuda's
+# simulator on the CPU.
+GPU = None if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else detect_gpu()
+if GPU is None:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+"""
+NUMBA_TARGET_SAID = """where = f"on the GPU ({GPU.name})" if GPU else "in numba-cuda's simulator on the CPU (NUMBA_ENABLE_CUDASIM=1)"
+print(f"numba.cuda kernels run {where}.")"""
+
+
+def numba_setup(imports: str) -> str:
+    """A numba track's setup cell: pick the target before ``imports`` (which import numba.cuda), then say which."""
+    return f"{NUMBA_TARGET}\n{imports.strip()}\n\n{NUMBA_TARGET_SAID}"
+
+
 def notebook(cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
     nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                "language": "python"},

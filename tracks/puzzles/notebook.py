@@ -50,7 +50,7 @@ def build() -> nbformat.NotebookNode:
     points = TRACK.assignment
     reference = read_cells(TRACK.solutions / "reference.py")
     cells = [nb.markdown(INTRO.format(correct=points["points_correct"], limits=points["points_limits"])),
-             nb.locked(reference["setup"], "setup")]
+             nb.locked(nb.numba_setup(reference["setup"]), "setup")]
     for p in TRACK.problem_module().PUZZLES:
         cells += [nb.markdown(_statement(p)), nb.solution(reference[p.id], p.id),
                   nb.locked(f"check({p.id!r}, {p.kernel_name})", f"{p.id}_check"), *_hidden_tests(p, points)]
