@@ -2,7 +2,8 @@
 
 Release the assignment, submit three notebooks (the reference solutions, the untouched stub, and one with a
 wrong kernel in Zip and an access-limit violation in Pooling), autograde them with nbgrader, export
-grades.csv and print a per-student summary. Uses the GPU when numba-cuda finds one, else the simulator.
+grades.csv (nbgrader's) and grades-detail.csv (`workshop export`) and print a per-student summary, with the
+full path of every file it writes. Uses the GPU when numba-cuda finds one, else the simulator.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pandas as pd
 
 from gradebook.summary import cell_scores, failure_messages, student_table
 from workshop import course as nbg
-from workshop import submissions
+from workshop import export, submissions
 
 ASSIGNMENT = "puzzles"
 STUDENTS = [
@@ -26,6 +27,11 @@ STUDENTS = [
 
 def _step(n: int, text: str) -> None:
     print(f"[{n}/5] {text}", flush=True)
+
+
+def _wrote(*paths: Path) -> None:
+    for path in paths:
+        print(f"      wrote {path}")
 
 
 def _choose_target() -> str:
@@ -65,21 +71,24 @@ def run_demo(dest: Path | None = None) -> int:
 
     _step(1, f"nbgrader generate_assignment {ASSIGNMENT}")
     nbg.make_course(course, [ASSIGNMENT])
+    _wrote(course / "nbgrader_config.py", course / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     release = nbg.release(course, ASSIGNMENT)
+    _wrote(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", course / "gradebook.db")
 
     _step(2, "three students submit")
     for student, first, last, answers in STUDENTS:
         nbg.add_student(course, student, first, last)
-        submissions.write(course, student, ASSIGNMENT, submissions.fill(release, answers()))
-        print(f"      submitted/{student}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+        _wrote(submissions.write(course, student, ASSIGNMENT, submissions.fill(release, answers())))
 
     _step(3, f"nbgrader autograde {ASSIGNMENT}, one student at a time")
     for student, *_ in STUDENTS:
         seconds = nbg.autograde(course, ASSIGNMENT, student)
         print(f"      {student}: graded in {seconds:.1f} s", flush=True)
+        _wrote(_autograded(course, student))
 
-    _step(4, "nbgrader export -> grades.csv")
+    _step(4, "nbgrader export -> grades.csv; workshop export -> grades-detail.csv")
     nbg.nbgrader(course, "export", "--to=grades.csv")
+    _wrote(course / "grades.csv", export.write(course, Path("grades-detail.csv")))
     grades = pd.read_csv(course / "grades.csv")
     print(grades[["student_id", "raw_score", "max_score"]].to_string(index=False))
 
@@ -88,11 +97,14 @@ def run_demo(dest: Path | None = None) -> int:
     for student, *_ in STUDENTS:
         row = table.loc[student]
         print(f"  {student}: {row['total']:g} / {row['max']:g}")
-        autograded = course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-        messages = failure_messages(autograded)
+        messages = failure_messages(_autograded(course, student))
         if student != "stub":   # the stub fails every test; one line says it
             for grade_id, message in messages.items():
                 print(f"      {grade_id}: {message[:160]}")
         elif messages:
             print(f"      {len(messages)} test cells failed (nothing attempted)")
     return 0
+
+
+def _autograded(course: Path, student: str) -> Path:
+    return course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
