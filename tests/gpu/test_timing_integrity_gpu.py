@@ -35,9 +35,11 @@ def grade(track: str, kernel_id: str, source: str) -> dict:
 @pytest.mark.parametrize("name", CAUGHT)
 def test_a_kernel_that_skips_work_while_timed_scores_nothing(name):
     result = grade("transpose", "padded", cheat(name))
-    assert result["status"] == "incorrect", result["message"]
-    assert result["message"].startswith("timed launch ") and "gave wrong results" in result["message"]
-    assert result["points"] == 0
+    assert result["status"] == "incorrect" and result["points"] == 0, result["message"]
+    if name == "memo_pointer":   # a fresh output may get the last one's address: caught by a check, or when timed
+        assert "values wrong" in result["message"]
+    else:
+        assert result["message"].startswith("timed launch ") and "gave wrong results" in result["message"]
 
 
 def test_a_memo_keyed_on_input_values_computes_every_timed_launch_and_earns_no_speed():
