@@ -5,11 +5,12 @@ and the same kernel timed by an independent one-process timer.
     python -m benchmarks.regrade_spread --track gemm --kernels warptiling,vectorized,blocktile1d
 
 For each kernel: the ratio of every regrade (``ratio``: the lowest, which ``workshop targets TRACK RECORD``
-reads), the spread (max - min) / median of the ratios, and the spread
-of the kernel's and the baseline's own medians (which of the two moves); then the independent timer's ratio:
-the kernel compiled and launched here, alternating with the baseline launch by launch, each launch after an
-L2 flush and timed with its own pair of CUDA events, on one fixed input set, the median of ``--reps``
-launches each. Writes ``regrade-spread-<track>-<date-time>.json`` under benchmarks/results/.
+reads), the spread (max - min) / median of the ratios, and the spread of the kernel's and the baseline's own
+medians (which of the two moves); then the independent timer's ratio: the kernel compiled and launched
+here, alternating with the baseline launch by launch, each launch after an L2 flush and a GPU-side sleep
+(so the host's enqueue time is never timed), timed with its own pair of CUDA events, on one fixed input
+set, the median of ``--reps`` launches each. Writes ``regrade-spread-<track>-<date-time>.json`` under
+benchmarks/results/.
 Needs a GPU; every grading uses the spec's time budget unless ``--budget`` says otherwise.
 """
 from __future__ import annotations
@@ -20,6 +21,8 @@ import statistics
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import KernelSpec, load_spec, resolve_geometry
 from workshop.records import write_gpu_record
+
+SLEEP_CYCLES = 1_000_000   # about 0.5 ms at 2 GHz: longer than the host takes to enqueue one launch
 
 
 def spread(values: list[float]) -> float:
@@ -67,6 +70,7 @@ def independent_ratio(track: str, kernel: KernelSpec, reps: int) -> dict:
         for rep in range(reps + 5):   # the first 5 rounds warm up
             for name, launch in launches.items():
                 flush.fill_(float(rep))
+                torch.cuda._sleep(SLEEP_CYCLES)   # the GPU is still busy when the launch is enqueued
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 launch()
