@@ -18,6 +18,8 @@ Phases (`check_and_time`), each stopping at the first failure:
    (``Problem.roof``: the bytes at the memory's peak bandwidth, or the FLOPs at the FP32 peak) is not
    credited: status ``implausible``, correctness points only;
 4. correctness again on fresh inputs at every shape *after* timing.
+A kernel whose SASS misses its problem's requirements (`Problem.sass_requirements`: no tensor cores in an
+FP32 GEMM) is still checked and timed, then gets status ``unmet``: correctness points only.
 A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
 one, which is why each kernel is graded in its own child.
 
@@ -78,6 +80,10 @@ class Bench:
 
     def launch(self, out, inputs: list, shape: Shape) -> None:
         raise NotImplementedError
+
+    def sass_failures(self, function: str) -> list[str]:
+        """Why the loaded kernel misses its problem's SASS requirements (`Problem.sass_requirements`)."""
+        return []
 
     def timer(self, subjects: dict):
         """A `graders.cuda_engine.timing.Timer` of ``subjects`` (name -> `timing.Subject`)."""
@@ -214,15 +220,21 @@ class Harness(Bench):
         self.torch_stream = torch.cuda.ExternalStream(int(self.stream.handle))
         super().__init__(problem, geometry, seed)
         self.kernel = None
+        self.compiled = None
 
     @property
     def arch(self) -> str:
         return "sm_{}{}".format(*self.torch.cuda.get_device_capability())
 
     def load(self, source: str, function: str) -> dict:
-        compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch)
-        self.kernel = compiled.object_code.get_kernel(function)
-        return {"arch": compiled.arch, "resources": compiled.resources_dict()}
+        self.compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch)
+        self.kernel = self.compiled.object_code.get_kernel(function)
+        return {"arch": self.compiled.arch, "resources": self.compiled.resources_dict()}
+
+    def sass_failures(self, function: str) -> list[str]:
+        from graders.cuda_engine import sass
+        return sass.check(self.compiled.cubin, function, self.problem.sass_requirements,
+                          disassemble_always=False)[0]
 
     def launch(self, out, inputs: list, shape: Shape) -> None:
         grid = self.problem.grid(shape, self.geometry.tile)
@@ -310,6 +322,9 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
             result["compile"] = bench.load(source, kernel.function)
         except CompileError as exc:
             return result | {"status": Status.COMPILE_ERROR, "message": str(exc)}
+        unmet = bench.sass_failures(kernel.function) if bench.problem.sass_requirements else []
+        if bench.problem.sass_requirements:
+            result["sass"] = {"requirements": list(bench.problem.sass_requirements), "unmet": unmet}
         phase = "checking correctness"
         result["checks"] = checks = []
         for shape in kernel.check_shapes:
@@ -335,6 +350,9 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
         if not _is_cuda_error(exc):
             raise
         return result | _crashed(phase, exc)
+    if unmet:
+        return result | {"status": Status.UNMET, "message": f"correct, but {'; '.join(unmet)}. Its speed is "
+                         "not credited"}
     too_fast = implausible(timing)
     return result | {"status": Status.IMPLAUSIBLE if too_fast else Status.OK, "message": too_fast}
 

@@ -8,7 +8,8 @@
   read them).
 - `score` is a hidden test (`graders.hidden_tests`): it prints a short report to stdout and returns the
   points earned (nbgrader takes a test cell's number, below its points, as partial credit; a kernel timed
-  faster than the hardware allows gets its correctness points only), or raises `KernelFailed` for a kernel
+  faster than the hardware allows, or one that misses its problem's SASS requirements, gets its correctness
+  points only), or raises `KernelFailed` for a kernel
   that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
   and silences warnings.
 - `check_compiles` is for students without a GPU: it compiles in-process and reports registers and spills.
@@ -36,6 +37,9 @@ from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import ChildResult, run_child
 
 CHILD = "graders.cuda_engine.child"
+# correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
+# problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points
+SPEED_NOT_CREDITED = frozenset({Status.IMPLAUSIBLE, Status.UNMET})
 STARTUP_S = 90.0   # child start: torch import, CUDA start, compile, checks before and after timing
 
 
@@ -91,7 +95,7 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
     else:
         answer = dict(child.answer)
     status = Status(answer.pop("status"))
-    if status == Status.IMPLAUSIBLE:
+    if status in SPEED_NOT_CREDITED:
         points = score_kernel(kernel, True, 0.0)     # correct, but its speed is not credited
     else:
         points = score_kernel(kernel, status == Status.OK, answer.get("timing", {}).get("ratio"))
@@ -139,7 +143,7 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
         result = grade_kernel(assignment, kernel_id, source, **options)
     print(report(result))
     sys.stdout.flush()
-    if not result.ok and result.status != Status.IMPLAUSIBLE:
+    if not result.ok and result.status not in SPEED_NOT_CREDITED:
         raise KernelFailed(f"{kernel_id}: {result.failure_line()}")
     return round(result.points, 4)
 

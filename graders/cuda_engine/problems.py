@@ -38,6 +38,9 @@ class Problem:
     # the hardware ceiling no honest launch beats (`graders.cuda_engine.timing.peaks`): "dram" (``work`` bytes
     # at the memory's peak bandwidth) or "fp32" (``work`` FLOPs at the FP32 pipes' peak); None: none applies
     roof: str | None = None
+    # SASS requirements (`graders.cuda_engine.sass.REQUIREMENTS`) every kernel of this kind must meet; one
+    # unmet: status ``unmet``, correctness points only (e.g. no tensor cores in an FP32 GEMM)
+    sass_requirements: tuple[str, ...] = ()
 
 
 def random_matrix(shape: Shape, gen: Any) -> list[Tensor]:

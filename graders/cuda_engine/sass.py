@@ -8,6 +8,7 @@ and reads it with NVIDIA's ``cuobjdump`` (which calls ``nvdisasm``). Both come a
 - `disassemble` gives each kernel's SASS text, `memory_ops` counts its memory instructions by kind and
   width (``LDG.E.128.CONSTANT`` is a 128-bit global load through the read-only path);
 - `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``);
+- `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...);
 - `check` runs named requirements (`REQUIREMENTS`) and returns the failures as readable sentences.
 """
 from __future__ import annotations
@@ -173,10 +174,36 @@ def _vector_shared(sass: str, usage: dict[str, int]) -> str:
     return "its shared-memory reads are not vectorized: the SASS has no LDS.128"
 
 
+# Tensor-core instructions: warp-level MMA (Volta to Blackwell), Hopper's warpgroup MMA (wgmma) and
+# Blackwell's tcgen05 MMA.
+TENSOR_CORE_OPCODES = ("HMMA", "IMMA", "DMMA", "BMMA", "QMMA", "OMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA",
+                       "UTCHMMA", "UTCIMMA", "UTCQMMA", "UTCOMMA")
+
+
+def tensor_core_ops(sass: str) -> dict[str, int]:
+    """How many of each tensor-core instruction (by opcode) the SASS holds."""
+    counts: dict[str, int] = {}
+    for mnemonic in _INSTRUCTION.findall(sass):
+        opcode = mnemonic.split(".")[0]
+        if opcode in TENSOR_CORE_OPCODES:
+            counts[opcode] = counts.get(opcode, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _no_tensor_cores(sass: str, usage: dict[str, int]) -> str:
+    found = tensor_core_ops(sass)
+    if not found:
+        return ""
+    listed = ", ".join(f"{n} x {op}" for op, n in found.items())
+    return (f"it uses tensor cores ({listed} in its SASS): this step is about the FP32 pipes (FFMA), so "
+            "TF32, 3xTF32 or other MMA tricks do not count here; they are the tensor-core track's subject")
+
+
 REQUIREMENTS = {
     "ldg128": (_ldg128, "128-bit global loads (LDG.E.128)"),
     "no_local": (_no_local, "no register spills or other local memory"),
     "lds128": (_vector_shared, "128-bit shared-memory loads (LDS.128)"),
+    "no_tensor_cores": (_no_tensor_cores, "FP32 pipes only: no tensor-core instructions (HMMA, HGMMA, ...)"),
 }
 
 

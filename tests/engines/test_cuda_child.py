@@ -356,7 +356,7 @@ def memoizing(key):
 
 
 by_shape = memoizing(lambda out, inputs: out.shape)
-by_pointer = memoizing(lambda out, inputs: out.data_ptr())
+by_pointer = memoizing(lambda out, inputs: (out.data_ptr(), out.shape))
 by_pointer_and_samples = memoizing(lambda out, inputs: (out.data_ptr(), float(inputs[0].view(-1)[0]),
                                                         float(inputs[0].view(-1)[-1])))
 
@@ -509,3 +509,49 @@ def test_a_kernel_cannot_launch_work_the_timer_would_not_see():
     streams = launches.replace("later<<<1, 1>>>(out);", "cudaStream_t s; cudaStreamCreate(&s);")
     with pytest.raises(CompileError, match='identifier "cudaStreamCreate" is undefined'):
         compile_cuda(streams, kernels=("copy_kernel",), defines={}, arch="sm_90")
+
+
+TF32_MMA = r'''
+extern "C" __global__ void sgemm_naive(float* C, const float* A, const float* B, int M, int N, int K)
+{
+    const unsigned a0 = __float_as_uint(A[threadIdx.x]), a1 = __float_as_uint(A[threadIdx.x + 32]),
+                   a2 = __float_as_uint(A[threadIdx.x + 64]), a3 = __float_as_uint(A[threadIdx.x + 96]);
+    const unsigned b0 = __float_as_uint(B[threadIdx.x]), b1 = __float_as_uint(B[threadIdx.x + 32]);
+    float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};" : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    C[threadIdx.x] = d0 + d1 + d2 + d3;
+}
+'''
+
+
+def test_an_fp32_gemm_on_tensor_cores_is_unmet_and_the_ffma_reference_is_not():
+    """sgemm's SASS requirement: the FP32 pipes only. A TF32 mma.sync shows up as HMMA in the SASS."""
+    from graders.cuda_engine import sass
+    from graders.cuda_engine.compile import compile_cuda
+    assert problem("sgemm").sass_requirements == ("no_tensor_cores",)
+    defines = {"TILE_X": 32, "TILE_Y": 32}
+    mma = compile_cuda(TF32_MMA, kernels=("sgemm_naive",), defines=defines, arch="sm_90")
+    failures, _ = sass.check(mma.cubin, "sgemm_naive", ["no_tensor_cores"], disassemble_always=False)
+    assert len(failures) == 1 and failures[0].startswith("it uses tensor cores (") and "x HMMA" in failures[0]
+    honest = compile_cuda((ROOT / "tracks/gemm/solutions/naive.cu").read_text(), kernels=("sgemm_naive",),
+                          defines=defines, arch="sm_90")
+    assert sass.check(honest.cubin, "sgemm_naive", ["no_tensor_cores"], disassemble_always=False)[0] == []
+
+
+def test_a_correct_kernel_missing_a_sass_requirement_is_timed_but_gets_correctness_points_only():
+    failure = "it uses tensor cores (4 x HMMA in its SASS)"
+
+    class TensorCoreBench(CpuBench):
+        def sass_failures(self, function):
+            return [failure]
+    bench = TensorCoreBench("sgemm", correct("sgemm"))
+    answer = child.check_and_time(bench, small_kernel("sgemm"), "src", budget_s=5.0)
+    assert answer["status"] == "unmet" and answer["timing"]["ratio"] == 2.0
+    assert answer["message"] == f"correct, but {failure}. Its speed is not credited"
+    assert answer["sass"] == {"requirements": ["no_tensor_cores"], "unmet": [failure]}
+    gemm = load_spec("gemm")
+    warptiling = gemm.kernel("warptiling")
+    result = result_from_child(ChildResult("ok", answer=answer), gemm, warptiling, 10, seed=7)
+    assert result.points == warptiling.points_correct and result.details["score"]["performance"] == 0

@@ -14,7 +14,7 @@ import torch
 
 from graders import tracks
 from graders.cuda_engine.child import verdict
-from graders.cuda_engine.grade import result_from_child
+from graders.cuda_engine.grade import SPEED_NOT_CREDITED, result_from_child
 from graders.cuda_engine.problems import kinds, problem
 from graders.cuda_engine.scoring import perf_share, score_kernel
 from graders.cuda_engine.spec import load_spec
@@ -168,7 +168,7 @@ def test_at_the_floor_nothing_even_where_the_curve_is_a_step():
     assert perf_share(0.5 * (1 + NEAR), 0.5, 0.5) == 1
 
 
-@pytest.mark.parametrize("status", [s for s in Status if s not in (Status.OK, Status.IMPLAUSIBLE)])
+@pytest.mark.parametrize("status", sorted(set(Status) - SPEED_NOT_CREDITED - {Status.OK}))
 def test_only_an_ok_answer_is_scored_even_when_it_was_timed(status):
     """A kernel that fails after timing (or writes out of bounds while timed) has a ratio; it earns nothing."""
     spec = load_spec("transpose")
@@ -178,9 +178,12 @@ def test_only_an_ok_answer_is_scored_even_when_it_was_timed(status):
     assert result.status == status and result.points == 0
 
 
-def test_an_implausibly_fast_kernel_earns_its_correctness_points_and_no_speed():
+@pytest.mark.parametrize("status", sorted(SPEED_NOT_CREDITED))
+def test_a_correct_kernel_whose_speed_is_not_credited_earns_its_correctness_points_only(status):
+    """Timed faster than the hardware allows, or a SASS requirement of its problem unmet."""
+    assert SPEED_NOT_CREDITED == {Status.IMPLAUSIBLE, Status.UNMET}
     spec = load_spec("transpose")
     kernel = spec.kernel("padded")
-    answer = {"status": Status.IMPLAUSIBLE, "message": "too fast", "timing": {"ratio": kernel.target * 100}}
+    answer = {"status": status, "message": "too fast", "timing": {"ratio": kernel.target * 100}}
     result = result_from_child(ChildResult("ok", answer=answer), spec, kernel, 10, seed=7)
     assert result.points == kernel.points_correct and result.details["score"]["performance"] == 0

@@ -94,7 +94,7 @@ def test_every_status_converts_from_a_cuda_childs_answer(status):
     result = cuda_grade.result_from_child(child, TRANSPOSE, TRANSPOSE.kernel("padded"), 10, seed=3)
     assert result.status == status and result.test == "padded" and result.seed == 3 and result.cases == 1
     padded = TRANSPOSE.kernel("padded")
-    assert result.points == (padded.points_correct if status == Status.IMPLAUSIBLE else 0)
+    assert result.points == (padded.points_correct if status in cuda_grade.SPEED_NOT_CREDITED else 0)
     assert result.max_points == padded.points
     assert set(result.details) == {"checks", "score", "curve", "seconds"}
 
