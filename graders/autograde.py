@@ -12,7 +12,9 @@ notebook in a Jupyter kernel. Three preprocessors change who decides that output
   GPU, a read-only filesystem without the course directory, capped memory, CPU time and processes, and
   nothing that outlives it. A notebook whose kernel dies or hangs is still graded.
 - `TrustedGrades`, before nbgrader's ``SaveAutoGrades``, waits for the verdicts and replaces every graded
-  test cell's outputs with them. Nothing the notebook's kernel printed, returned or raised is kept there.
+  test cell's outputs with them, and its ``metadata.workshop`` with what its test graded, as data (status,
+  points, timing, GPU: `graders.result.publish`). Nothing the notebook's kernel printed, returned, raised
+  or put in a cell's metadata is kept there.
 
 A GPU-only assignment autograded without a GPU, or any assignment on a machine without the sandbox, stops
 the submission with a line in nbgrader's log; nothing is recorded for it.
@@ -43,6 +45,7 @@ from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same
 from graders.gpu import NeedsGPUWorker, require_gpu
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
+from graders.result import collect
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
 from graders.submission import HiddenCall, Submission, SubmissionError, hidden_call
 
@@ -125,6 +128,7 @@ class _Grading:
         self.log, self.submission, self.workers = log, submission, workers
         self.calls = {c.metadata["nbgrader"]["grade_id"]: _hidden_call(c) for c in cells}
         self.outputs: dict[str, list[NotebookNode]] = {}
+        self.results: dict[str, list[dict]] = {}   # what each test graded (`graders.result.publish`)
         self.failure: BaseException | None = None
         self.notebook_done = threading.Event()
         self.stdout = _ThreadStdout(sys.stdout)
@@ -145,15 +149,14 @@ class _Grading:
         except BaseException as exc:   # a worker that cannot grade (no GPU, no sandbox): the caller re-raises
             self.failure = exc
 
-    def finish(self) -> dict[str, list[NotebookNode]]:
-        """Once the notebook has run: every graded cell's outputs, by grade_id; re-raises what stopped the
+    def finish(self) -> None:
+        """Wait until every graded cell has its outputs (the notebook has run); re-raises what stopped the
         grading."""
         self.notebook_done.set()
         self._thread.join()
         sys.stdout = self._real_stdout
         if self.failure is not None:
             raise self.failure
-        return self.outputs
 
     def _grade(self, grade_id: str) -> list[NotebookNode]:
         out = self.stdout.local.buffer = io.StringIO()
@@ -163,7 +166,11 @@ class _Grading:
                 raise call
             args = [self.submission.resolve(a) for a in call.args]
             kwargs = {name: self.submission.resolve(v) for name, v in call.keywords}
-            points = HIDDEN_TESTS[call.function](*args, **kwargs)
+            with collect() as results:
+                try:
+                    points = HIDDEN_TESTS[call.function](*args, **kwargs)
+                finally:
+                    self.results[grade_id] = [r.as_dict() for r in results]
         except (NeedsGPUWorker, SandboxUnavailable) as exc:   # this worker cannot grade: record nothing
             self.log.error("%s: %s", grade_id, exc)
             raise
@@ -234,11 +241,19 @@ class StartTrustedGrading(NbGraderPreprocessor):
                              ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""))
 
 
+RESULTS_KEY = "workshop"   # graded cells' metadata: {"results": [GradeResult.as_dict(), ...]}
+
+
 class TrustedGrades(NbGraderPreprocessor):
-    """After the notebook ran: replace every graded test cell's outputs with the trusted verdict."""
+    """After the notebook ran: replace every graded test cell's outputs with the trusted verdict, and its
+    ``metadata.workshop`` with ``{"results": [...]}``, what its hidden test graded (`GradeResult.as_dict`:
+    status, points, timing, GPU), for exports and feedback."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        outputs = resources.pop(GRADING).finish()
+        grading = resources.pop(GRADING)
+        grading.finish()
         for cell in _graded_cells(nb):
-            cell.outputs = outputs[cell.metadata["nbgrader"]["grade_id"]]
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            cell.outputs = grading.outputs[grade_id]
+            cell.metadata[RESULTS_KEY] = {"results": grading.results.get(grade_id, [])}
         return nb, resources

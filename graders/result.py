@@ -4,13 +4,18 @@ The numba engine (`graders.numba_engine.grade`) and the CUDA C++ engine (`grader
 a `GradeResult`; `GradeResult.failure_line` renders what the student reads when it fails. Hidden inputs come
 from a seed drawn once per grading (`hidden_seed`); the seed is recorded in the result and shown in every
 failure that ran on inputs, so ``WORKSHOP_SEED=<seed>`` reproduces a failing hidden case exactly.
+
+A hidden test `publish`es each result it grades; the trusted grader (`graders.autograde`) `collect`s them per
+graded cell and stores them in the autograded notebook, where exports and feedback read them as data.
 """
 from __future__ import annotations
 
+import contextlib
 import secrets
+import threading
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Iterator
 
 from graders import settings
 
@@ -87,3 +92,23 @@ def hidden_seed() -> int:
     """The seed of one grading's hidden inputs: ``WORKSHOP_SEED`` when set, else a fresh random one."""
     forced = settings.forced_seed()
     return forced if forced is not None else secrets.randbits(63)
+
+
+_collecting = threading.local()
+
+
+def publish(result: GradeResult) -> None:
+    """Hand ``result`` to the `collect` block running on this thread; nothing happens outside one."""
+    results = getattr(_collecting, "results", None)
+    if results is not None:
+        results.append(result)
+
+
+@contextlib.contextmanager
+def collect() -> Iterator[list[GradeResult]]:
+    """The results `publish`ed on this thread while the block runs."""
+    _collecting.results = results = []
+    try:
+        yield results
+    finally:
+        _collecting.results = None

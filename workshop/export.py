@@ -6,29 +6,30 @@ then the points of each graded cell (by grade_id), then, for each kernel whose h
 ``<kernel>_ms``, ``<kernel>_G<unit>/s`` and ``<kernel>_ratio`` (to the baseline), and ``gpu``: the GPU it was
 graded on, or ``simulator``.
 
-The speed is read from the hidden test's report in the graded cell's output of the autograded notebook
-(`graders.cuda_engine.grade.report`, the text formgrader and the feedback show), the GPU from the
-notebook's ``metadata.workshop.graded_on`` (`gradebook.graded_on`).
+The speed comes from what each graded cell's hidden test graded, stored in the autograded notebook by the
+trusted grader (``metadata.workshop.results`` of the graded cells, `graders.autograde.TrustedGrades`), the GPU
+from the notebook's ``metadata.workshop.graded_on`` (`gradebook.graded_on`).
 """
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 
 import nbformat
 import pandas as pd
+from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import CsvExportPlugin
 
 from gradebook.graded_on import KEY
 from graders import settings
+from graders.autograde import RESULTS_KEY
+from graders.cuda_engine.grade import SPEED_NOT_CREDITED
+from graders.result import Status
 
 KEYS = ["assignment", "student_id"]
-# "naive: ok" ... "  your kernel 1.2345 ms (823 GFLOP/s); cuBLAS 0.9876 ms (1029 GFLOP/s); ratio 0.800 (..."
-_REPORT = re.compile(r"^(?P<kernel>\w+): .*?\n\s+your kernel (?P<ms>[\d.]+) ms \((?P<rate>[\d.]+) G(?P<unit>\w+)/s\);"
-                     r".*?; ratio (?P<ratio>[\d.]+)", re.MULTILINE)
+TIMED_AND_CORRECT = SPEED_NOT_CREDITED | {Status.OK}
 
 
 def gradebook_url(course: Path) -> str:
@@ -47,18 +48,16 @@ def nbgrader_grades(gb: Gradebook) -> pd.DataFrame:
         return pd.read_csv(csv, dtype={"student_id": str})
 
 
-def performance(text: str) -> dict[str, float]:
-    """A hidden test's report as columns: each timed kernel's ms, throughput (G<unit>/s) and ratio."""
+def performance(results: list[dict]) -> dict[str, float]:
+    """Each timed kernel's ms, throughput (G<unit>/s) and ratio, from the results of one graded cell."""
     columns = {}
-    for m in _REPORT.finditer(text):
-        k = m["kernel"]
-        columns |= {f"{k}_ms": float(m["ms"]), f"{k}_G{m['unit']}/s": float(m["rate"]),
-                    f"{k}_ratio": float(m["ratio"])}
+    for result in results:
+        timing = result.get("timing")
+        if timing and Status(result["status"]) in TIMED_AND_CORRECT:
+            k, unit = result["test"], timing["work_unit"]
+            columns |= {f"{k}_ms": timing["kernel"]["median_s"] * 1e3,
+                        f"{k}_G{unit}/s": timing["kernel"]["throughput"] / 1e9, f"{k}_ratio": timing["ratio"]}
     return columns
-
-
-def _graded_cell_text(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
 
 
 def _submission_columns(coursedir: CourseDirectory, submission) -> dict:
@@ -76,8 +75,8 @@ def _submission_columns(coursedir: CourseDirectory, submission) -> dict:
         if graded_on:
             row["gpu"] = graded_on["gpu"] if graded_on["target"] == "gpu" else "simulator"
         for cell in nb.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade"):
-                row |= performance(_graded_cell_text(cell))
+            if utils.is_grade(cell) and not utils.is_solution(cell):
+                row |= performance(cell.metadata.get(RESULTS_KEY, {}).get("results", []))
     return row
 
 

@@ -33,7 +33,7 @@ from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import hidden_test
-from graders.result import GradeResult, Status, hidden_seed
+from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 
 CHILD = "graders.cuda_engine.child"
@@ -141,6 +141,7 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = grade_kernel(assignment, kernel_id, source, **options)
+    publish(result)
     print(report(result))
     sys.stdout.flush()
     if not result.ok and result.status not in SPEED_NOT_CREDITED:

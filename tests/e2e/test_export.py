@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 from nbgrader.api import Gradebook
 
-from graders.cuda_engine.grade import report
 from graders.numba_engine import catalogue
 from graders.result import GradeResult, Status
 from workshop import cli, submissions
@@ -68,14 +67,14 @@ def test_graded_on_the_simulator_and_no_timed_kernels(exported):
     assert not [c for c in detail.columns if c.endswith(("_ratio", "_ms", "/s"))]
 
 
-def test_performance_columns_from_a_cuda_kernels_report():
-    """The columns of a timed kernel are read back from the report the hidden test prints."""
+def test_performance_columns_from_a_cuda_kernels_results():
+    """The columns of a timed kernel come from the results the trusted grader stored in its graded cell."""
     timing = {"work_unit": "FLOP", "ratio": 0.8123,
               "kernel": {"median_s": 1.5e-3, "throughput": 91.6e12},
               "baseline": {"name": "cuBLAS SGEMM", "median_s": 1.2e-3, "throughput": 114.5e12}}
-    result = GradeResult("smem", Status.OK, points=2.5, max_points=3.0, target="gpu", details={
-        "timing": timing, "curve": {"floor": 0.1, "target": 0.9},
-        "score": {"total": 2.5, "max": 3.0, "correctness": 1.0, "performance": 1.5}})
-    text = "some print of the student's\n" + report(result) + "\n"
-    assert performance(text) == {"smem_ms": 1.5, "smem_GFLOP/s": 91600.0, "smem_ratio": 0.812}
-    assert performance("map: correct on 5 hidden cases, run on the simulator\n") == {}
+    result = GradeResult("smem", Status.OK, points=2.5, max_points=3.0, target="gpu", details={"timing": timing})
+    columns = {"smem_ms": 1.5, "smem_GFLOP/s": 91600.0, "smem_ratio": 0.8123}
+    assert performance([result.as_dict()]) == pytest.approx(columns)
+    failed = GradeResult("smem", Status.INCORRECT, "wrong after timing", details={"timing": timing})
+    assert performance([failed.as_dict()]) == {}
+    assert performance([GradeResult("map", Status.OK, target="sim").as_dict()]) == {}
