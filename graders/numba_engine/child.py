@@ -6,22 +6,26 @@ outside it, the answer is the check's message and nothing is run. On ``sim`` (nu
 ``NUMBA_ENABLE_CUDASIM=1`` set by the parent) every global access is counted per thread and the puzzle's
 access limits are checked; on ``gpu`` only correctness is checked.
 Cases run in order, all on inputs drawn from one ``np.random.default_rng(seed)``, and stop at the first
-failure, whose message names the case, index, expected and got. The answer is a `GradeResult` as a dict.
+failure, whose message names the case (in CUDA's words: ``a[4]; size = 4; <<<1, 4>>>``), index, expected
+and got. The answer is a `GradeResult` as a dict. On ``sim`` what a kernel prints is not counted as an access.
 """
 from __future__ import annotations
 
+import ast
 import inspect
+import re
 
 import numpy as np
 from numba import config, cuda
 
 from graders.numba_engine import catalogue
 from graders.numba_engine.numba_subset import KernelSourceError, validate_kernel_source
-from graders.numba_engine.puzzle import Case, Puzzle
-from graders.numba_engine.traced_array import AccessLog, TracedArray
+from graders.numba_engine.puzzle import NOT_WRITTEN, Case, Puzzle
+from graders.numba_engine.traced_array import AccessLog, TracedArray, uncounted
 from graders.result import GradeResult, Status
 
 _shared_arrays: list = []   # the simulator's shared-memory managers made since the last case began
+UNCOUNTED = "__uncounted__"   # a name the kernel subset forbids students, so only the grader's rewrite uses it
 
 
 def handle(request: dict) -> dict:
@@ -41,16 +45,19 @@ def handle(request: dict) -> dict:
     except KernelSourceError as exc:
         return answer(Status.REFUSED, str(exc))
     try:
-        kernel = _load_kernel(request["source"], request["kernel_name"])
+        kernel = _load_kernel(request["source"], request["kernel_name"], counted=target == "sim")
     except Exception as exc:
         return answer(Status.COMPILE_ERROR, f"your cell does not run: {_describe(exc)}")
     rng = np.random.default_rng(request["seed"])
     cases = puzzle.cases(request["mode"])
     violations: list[str] = []
+    names = list(inspect.signature(kernel.py_func).parameters)
     for number, case in enumerate(cases, 1):
         status, message, found = _run_case(puzzle, kernel, case, rng, target)
+        if message == NOT_WRITTEN:
+            return answer(status, message)
         if status != Status.OK:
-            return answer(status, f"{case.describe()}: {message}", case=f"case {number} of {len(cases)}",
+            return answer(status, f"{case.describe(names)}: {message}", case=f"case {number} of {len(cases)}",
                           cases=number)
         violations += found
     if violations:
@@ -58,13 +65,31 @@ def handle(request: dict) -> dict:
     return answer(Status.OK, cases=len(cases))
 
 
-def _load_kernel(source: str, name: str):
+def _load_kernel(source: str, name: str, counted: bool = False):
+    """The kernel ``name`` that ``source`` defines; with ``counted`` (the simulator, where accesses are
+    counted) each ``print(...)`` statement runs inside `uncounted`."""
     namespace: dict = {"__name__": "student_cell"}
-    exec(compile(source, "<your kernel cell>", "exec"), namespace)
+    code = _prints_uncounted(ast.parse(source)) if counted else source
+    if counted:
+        namespace[UNCOUNTED] = uncounted
+    exec(compile(code, "<your kernel cell>", "exec"), namespace)
     kernel = namespace[name]
     if not hasattr(kernel, "py_func"):
         raise TypeError(f"{name} is not decorated with @cuda.jit")
     return kernel
+
+
+def _prints_uncounted(tree: ast.Module) -> ast.Module:
+    """``tree`` with every ``print(...)`` statement wrapped in ``with __uncounted__():``."""
+    class Wrap(ast.NodeTransformer):
+        def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+            call = node.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+                guard = ast.Call(ast.Name(UNCOUNTED, ast.Load()), [], [])
+                return ast.copy_location(ast.With([ast.withitem(guard)], [node]), node)
+            return node
+
+    return ast.fix_missing_locations(Wrap().visit(tree))
 
 
 def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator,
@@ -84,6 +109,8 @@ def _run_case(puzzle: Puzzle, kernel, case: Case, rng: np.random.Generator,
             out = _launch_on_gpu(kernel, case, out, inputs, names)
     except OutOfBoundsWrite as exc:
         return Status.OOB_WRITE, f"the kernel made an {exc}", []
+    except NotImplementedError:
+        return Status.KERNEL_ERROR, NOT_WRITTEN, []
     except Exception as exc:
         return Status.KERNEL_ERROR, f"the kernel failed: {_describe(exc)}", []
     wrong = _compare(out, expected)
@@ -182,13 +209,13 @@ def _limit_violations(puzzle: Puzzle, case: Case, log: AccessLog) -> list[str]:
         over = {key: n for key, n in table.items() if n > limit}
         if over:
             (block, thread), n = max(over.items(), key=lambda kv: kv[1])
-            found.append(f"thread {thread} of block {block} made {n} {what}; the limit is {limit} "
+            found.append(f"threadIdx {thread} of blockIdx {block} made {n} {what}; the limit is {limit} "
                          f"per thread ({len(over)} thread(s) over it)")
     if limits.block_writes is not None:
         over = {b: n for b, n in log.block_writes().items() if n > limits.block_writes}
         if over:
             block, n = max(over.items(), key=lambda kv: kv[1])
-            found.append(f"block {block} made {n} global writes; the limit is {limits.block_writes} "
+            found.append(f"blockIdx {block} made {n} global writes; the limit is {limits.block_writes} "
                          "per block")
     if limits.shared_memory and not any(s._allocations for s in _shared_arrays):
         found.append("the kernel never allocates shared memory (cuda.shared.array); this puzzle asks "
@@ -212,8 +239,12 @@ def _track_shared_memory() -> None:
     FakeCUDAShared.__init__ = init
 
 
+_SIMULATOR_THREAD = re.compile(r"^tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\]")
+
+
 def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, NotImplementedError):
-        text += " (the stub is untouched: replace `raise NotImplementedError()` with your code)"
-    return text
+    """``IndexError: threadIdx (1, 2, 0) of blockIdx (0, 0, 0): ...``: the simulator's ``tid=[1, 2, 0]
+    ctaid=[0, 0, 0]`` prefix in CUDA's words."""
+    text = _SIMULATOR_THREAD.sub(lambda m: "threadIdx ({}, {}, {}) of blockIdx ({}, {}, {})".format(*m.groups()),
+                                 str(exc))
+    return f"{type(exc).__name__}: {text}"

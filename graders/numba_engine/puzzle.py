@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 Shape = tuple[int, ...]
+NOT_WRITTEN = "not written yet: replace `raise NotImplementedError()` with your code"   # an untouched stub
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,21 @@ class Case:
     threads: Shape
     scalars: tuple[int, ...]
 
-    def describe(self) -> str:
-        shapes = ", ".join("×".join(map(str, s)) for s in self.inputs)
-        return (f"inputs {shapes}, {_dims(self.blocks)} block(s) of {_dims(self.threads)} threads"
-                f", scalars {self.scalars}")
+    def describe(self, names: Sequence[str] = ()) -> str:
+        """The launch in CUDA's words, e.g. ``a[4], b[4]; size = 4; <<<1, 4>>>``; ``names`` are the kernel's
+        parameters (out, the inputs, the scalars), without which inputs and scalars go unnamed."""
+        if len(names) == 1 + len(self.inputs) + len(self.scalars):
+            arrays = ", ".join(f"{n}[{', '.join(map(str, s))}]" for n, s in zip(names[1:], self.inputs))
+            scalars = ", ".join(f"{n} = {v}" for n, v in zip(names[1 + len(self.inputs):], self.scalars))
+        else:
+            arrays = "inputs " + ", ".join(f"[{', '.join(map(str, s))}]" for s in self.inputs)
+            scalars = "scalars " + ", ".join(map(str, self.scalars))
+        return f"{arrays}; {scalars}; <<<{_dim3(self.blocks)}, {_dim3(self.threads)}>>>"
 
 
-def _dims(d: Shape) -> str:
-    return "×".join(map(str, d))
+def _dim3(d: Shape) -> str:
+    """A launch dimension as CUDA code writes it: ``4`` or ``(3, 3)``."""
+    return str(d[0]) if len(d) == 1 else f"({', '.join(map(str, d))})"
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@
 Passed to a kernel running in numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``), where each CUDA thread
 is a Python thread carrying its ``blockIdx`` and ``threadIdx``. Any index outside the array, negative ones
 included, raises ``IndexError`` naming the array and index: on a GPU that access would be undefined.
+Accesses inside `uncounted` (what a kernel prints) are checked but not counted.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -13,6 +15,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ThreadKey = tuple[tuple[int, ...], tuple[int, ...]]   # (blockIdx, threadIdx)
+_not_counting = threading.local()
+
+
+@contextlib.contextmanager
+def uncounted():
+    """Accesses the calling (simulated CUDA) thread makes inside the block are not counted."""
+    _not_counting.active = True
+    try:
+        yield
+    finally:
+        _not_counting.active = False
 
 
 @dataclass
@@ -24,6 +37,8 @@ class AccessLog:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, table: dict[ThreadKey, int]) -> None:
+        if getattr(_not_counting, "active", False):
+            return
         key = _current_thread_key()
         with self.lock:
             table[key] += 1
