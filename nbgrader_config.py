@@ -67,3 +67,11 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# Feedback with the numbers: each timed kernel's table and the ladder's chart (gradebook/feedback.py), from what
+# the trusted grader stored in the autograded notebook; GetGrades and the CSS header are nbgrader's defaults.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "gradebook.feedback.PerformanceFeedback",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

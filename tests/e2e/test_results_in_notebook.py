@@ -8,16 +8,20 @@ from nbgrader.utils import is_grade, is_solution
 
 from graders.numba_engine import catalogue
 from workshop import submissions
-from workshop.course import Course
+from workshop.course import Course, nbgrader
 
 pytestmark = pytest.mark.slow
 FORGED = {"results": [{"test": "zip", "status": "ok", "points": 99.0, "target": "gpu"}]}
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, list[dict]]:
+def course(tmp_path_factory) -> Course:
+    return Course(tmp_path_factory.mktemp("results-course"))
+
+
+@pytest.fixture(scope="module")
+def graded(course) -> dict[str, list[dict]]:
     """A submission with a wrong zip and a pooling kernel over its limits, every cell's metadata forged."""
-    course = Course(tmp_path_factory.mktemp("results-course"))
     answers = submissions.reference_answers() | submissions.wrong_answers("zip_subtracts", "pooling_global_reads")
     path = course.submit("forger", answers)
     nb = nbformat.read(str(path), as_version=4)
@@ -43,3 +47,10 @@ def test_the_results_say_what_was_wrong_with_the_seed_to_replay_it(graded):
     (pooling,) = graded["pooling_limits"]
     assert pooling["status"] == "limits"
     assert [r["status"] for r in graded["map_correct"] + graded["map_limits"]] == ["ok", "ok"]
+
+
+def test_nbgrader_feedback_runs_the_performance_preprocessor(course, graded):
+    """`nbgrader generate_feedback` with the course's preprocessors: puzzles time nothing, so no tables."""
+    nbgrader(course.root, "generate_feedback", "puzzles", "--student", "forger")
+    page = (course.root / "feedback" / "forger" / "puzzles" / "puzzles.html").read_text()
+    assert "zip" in page and "workshop-timing" not in page and 'src="data:image/png' not in page

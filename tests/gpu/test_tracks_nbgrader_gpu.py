@@ -12,7 +12,8 @@ import pytest
 
 from gradebook.summary import cell_scores
 from graders import tracks
-from workshop.course import Autograding, Course, stderr_text
+from graders.cuda_engine.spec import load_spec
+from workshop.course import Autograding, Course, nbgrader, stderr_text
 from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers
 
@@ -61,6 +62,16 @@ def test_reference_gets_full_marks(grading):
         assert not stderr_text(outputs), (grade_id, stderr_text(outputs))
     full = max_points(grading, "reference")
     assert scores and scores == full, {k: (scores.get(k), v) for k, v in full.items() if scores.get(k) != v}
+
+
+def test_the_reference_feedback_shows_each_kernels_numbers_and_the_chart(grading):
+    """Run after the reference is graded: `nbgrader generate_feedback` with the course's preprocessors."""
+    course = grading.course
+    nbgrader(course.root, "generate_feedback", course.assignment, "--student", "reference")
+    page = (course.root / "feedback" / "reference" / course.assignment / f"{course.assignment}.html").read_text()
+    kernels = load_spec(course.assignment).kernels
+    assert page.count("workshop-timing") == len(kernels), page.count("workshop-timing")
+    assert page.count('src="data:image/png;base64,') == 1
 
 
 def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):
