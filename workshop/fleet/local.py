@@ -1,0 +1,181 @@
+"""A fleet on one machine, for the fleet tests and the throughput benchmark: redis-server, PostgreSQL and
+``workshop worker`` processes started as children, bound to 127.0.0.1 on free ports, and stopped.
+
+Each needs Debian's packages (``redis-server``, ``postgresql``); `missing` says which binaries are absent.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pg_binary(name: str) -> str | None:
+    found = shutil.which(name) or sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found if isinstance(found, str) else (found[-1] if found else None)
+
+
+def missing() -> list[str]:
+    """The server binaries this machine lacks."""
+    needed = {"redis-server": shutil.which("redis-server"), "redis-cli": shutil.which("redis-cli"),
+              "initdb": _pg_binary("initdb"), "postgres": _pg_binary("postgres")}
+    return [name for name, path in needed.items() if not path]
+
+
+def _wait(check, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not come up in {timeout:g} s")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM, timeout: float = 20) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Redis:
+    """redis-server with append-only persistence in ``folder``: a restart keeps the queue."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.port = folder, free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def start(self) -> Redis:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes"],
+            stdout=open(self.folder / "redis.log", "ab"), stderr=subprocess.STDOUT)
+        _wait(self.ping, "redis-server")
+        return self
+
+    def ping(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"redis-server exited: {(self.folder / 'redis.log').read_text()[-2000:]}")
+        return subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True,
+                              text=True).stdout.strip() == "PONG"
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+    def restart(self, down_s: float = 0) -> None:
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
+
+class Postgres:
+    """A PostgreSQL cluster made with initdb in ``folder``, owned by an unprivileged user when run as root
+    (the server refuses root), trusting local connections, with one database ``gradebook``."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.port = folder, free_port()
+        self.data = folder / "data"
+        self.url = f"postgresql+psycopg://workshop@127.0.0.1:{self.port}/gradebook"
+        self.proc: subprocess.Popen | None = None
+        self.user = None
+        if os.geteuid() == 0:
+            self.user = "postgres" if _has_user("postgres") else "nobody"
+
+    def start(self) -> Postgres:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.user:
+            shutil.chown(self.folder, self.user)
+        if not self.data.is_dir():
+            subprocess.run([_pg_binary("initdb"), "-D", str(self.data), "-U", "workshop", "--auth=trust",
+                            "--no-sync", "-E", "UTF8"], check=True, capture_output=True, user=self.user)
+        self.proc = subprocess.Popen(
+            [_pg_binary("postgres"), "-D", str(self.data), "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
+             "-c", f"unix_socket_directories={self.folder}", "-c", "fsync=off"],
+            stdout=open(self.folder / "postgres.log", "ab"), stderr=subprocess.STDOUT, user=self.user)
+        _wait(self._ready, "postgres")
+        return self
+
+    def _connect(self, db: str):
+        import psycopg
+        return psycopg.connect(host="127.0.0.1", port=self.port, user="workshop", dbname=db, autocommit=True)
+
+    def _ready(self) -> bool:
+        import psycopg
+        try:
+            with self._connect("postgres") as conn:
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'gradebook'").fetchone():
+                    conn.execute("CREATE DATABASE gradebook")
+            return True
+        except psycopg.OperationalError:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"postgres exited: {(self.folder / 'postgres.log').read_text()[-2000:]}")
+            return False
+
+    def stop(self) -> None:
+        _stop(self.proc, signal.SIGINT)   # PostgreSQL's fast shutdown
+
+
+def _has_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+class Worker:
+    """``workshop worker`` in a session of its own (so that it can be killed whole), logging to a file."""
+
+    def __init__(self, name: str, log: Path, env: dict[str, str], args: tuple[str, ...] = ("--sim",)):
+        self.name, self.log, self.env, self.args = name, log, env, args
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> Worker:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "workshop.cli", "worker", *self.args,
+                                      f"--name={self.name}"], env=self.env, start_new_session=True,
+                                     stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> Worker:
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker {self.name} exited ({self.proc.returncode}):\n{self.log_text()}")
+            return f"{self.name} ready." in self.log_text()
+        _wait(ready, f"worker {self.name}", timeout)
+        return self
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL the worker and every process of its session, as when its machine dies."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)   # a warm shutdown: the task in hand finishes first
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.kill()
