@@ -8,6 +8,11 @@
   workshop targets TRACK RECORD.json...
                              print each kernel's target = fraction x its measured ratio in benchmark
                              records (--fraction, default 0.95); --write sets them in the track's spec
+  workshop worker            a Celery grading worker on one GPU (--gpu N) or the simulator (--sim)
+  workshop grade ASSIGNMENT  grade every submission (--student ...) on the fleet (WORKSHOP_BROKER_URL) or,
+                             without a broker, here; writes the gradebook
+  workshop queue [ASSIGNMENT]
+                             the fleet's queue: pending, running on which worker, done, failed with why
 """
 from __future__ import annotations
 
@@ -35,7 +40,32 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "each kernel's lowest ratio counts")
     targets.add_argument("--fraction", type=float, default=0.95, help="target = FRACTION x measured ratio")
     targets.add_argument("--write", action="store_true", help="write the targets into tracks/TRACK/spec.toml")
+    worker = sub.add_parser("worker", help="a Celery grading worker (concurrency 1) on one GPU or the simulator")
+    where = worker.add_mutually_exclusive_group()
+    where.add_argument("--gpu", type=int, default=None, help="the GPU index to bind (CUDA_VISIBLE_DEVICES)")
+    where.add_argument("--sim", action="store_true", help="a simulator worker (the sim queue), even with a GPU")
+    worker.add_argument("--name", default=None, help="the worker's Celery hostname (default: SLOT@host)")
+    worker.add_argument("--loglevel", default="INFO")
+    grade = sub.add_parser("grade", help="grade every submission of an assignment and write the gradebook")
+    grade.add_argument("assignment")
+    grade.add_argument("--student", action="append", default=None, help="only this student (repeatable)")
+    grade.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
+    grade.add_argument("--queue", default=None, help="the fleet queue (default: sim, or the GPU queue served)")
+    grade.add_argument("--force", action="store_true", help="grade again submissions already written")
+    queue = sub.add_parser("queue", help="the fleet's queue for the TA")
+    queue.add_argument("assignment", nargs="?", default=None)
+    queue.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
     args = parser.parse_args(argv)
+
+    if args.command == "worker":
+        from workshop.fleet.worker import run
+        return run(args.gpu, args.sim, args.name, args.loglevel)
+    if args.command == "grade":
+        from workshop.fleet.coordinator import grade
+        return grade(args.course, args.assignment, args.student, args.queue, args.force)
+    if args.command == "queue":
+        from workshop.fleet.queue_view import show
+        return show(args.course, args.assignment)
 
     if args.command == "targets":
         return _targets(args.track, args.records, args.fraction, args.write)
