@@ -19,7 +19,8 @@ Settings (environment variables):
 - ``WORKSHOP_SANDBOX=off``, ``WORKSHOP_BWRAP`` and ``WORKSHOP_SANDBOX_CGROUPS=off``: see `graders.sandbox.run`
   and `graders.sandbox.confine` (which reads the last itself: it runs without this package);
 - ``WORKSHOP_PERF_BUDGET_S``: seconds of timed runs per CUDA kernel (default: the spec's budget);
-- ``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM``: the SASS tools to use;
+- ``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM``, ``WORKSHOP_COMPUTE_SANITIZER``: the tools to use;
+- ``WORKSHOP_SANITIZE=off``: skip the compute-sanitizer runs of CUDA kernels (`graders.cuda_engine.sanitizer`);
 - ``WORKSHOP_GRADEBOOK_URL``: the gradebook's database URL (default: ``sqlite:///gradebook.db``).
 """
 from __future__ import annotations
@@ -85,8 +86,14 @@ def perf_budget_s(default: float) -> float:
 
 
 def tool_override(name: str) -> str | None:
-    """``WORKSHOP_CUOBJDUMP`` or ``WORKSHOP_NVDISASM``: a binary to use instead of the one found."""
-    return os.environ.get(f"WORKSHOP_{name.upper()}") or None
+    """``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM`` or ``WORKSHOP_COMPUTE_SANITIZER`` (``name`` with '-' as
+    '_'): a binary to use instead of the one found."""
+    return os.environ.get(f"WORKSHOP_{name.upper().replace('-', '_')}") or None
+
+
+def sanitize_enabled() -> bool:
+    """False only when ``WORKSHOP_SANITIZE=off``."""
+    return os.environ.get("WORKSHOP_SANITIZE", "").strip().lower() != "off"
 
 
 def gradebook_url() -> str:

@@ -18,16 +18,19 @@
 of each kernel (an explicit ``budget_s`` still wins): the GPU test of the nbgrader pipeline uses it to grade
 three whole submissions in a few minutes. Real grading leaves it unset.
 
-Without a GPU, grading stops with `NeedsGPUWorker`.
+Without a GPU, grading stops with `NeedsGPUWorker`; without compute-sanitizer on a GPU worker, with
+`graders.cuda_engine.sanitizer.SanitizerMissing` (one of them).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import warnings
 from pathlib import Path
 
 from graders import settings
+from graders.cuda_engine import sanitizer
 from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
@@ -49,8 +52,9 @@ class KernelFailed(AssertionError):
 
 def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
                  budget_s: float | None = None, timeout_s: float | None = None,
-                 memory_fraction: float = 0.25) -> GradeResult:
-    """Check and time one kernel in a child process; see `result_from_child`."""
+                 memory_fraction: float = 0.25, sanitize: bool = True) -> GradeResult:
+    """Check and time one kernel in a child process (see `result_from_child`), then, for a correct kernel and
+    unless ``sanitize`` is False or ``WORKSHOP_SANITIZE=off``, run it under compute-sanitizer (`sanitized`)."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
     geometry = resolve_geometry(kernel, block, tile, params)
@@ -65,7 +69,31 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
                "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
-    return result_from_child(child, spec, kernel, limit, seed)
+    result = result_from_child(child, spec, kernel, limit, seed)
+    if sanitize and settings.sanitize_enabled() and (result.ok or result.status in SPEED_NOT_CREDITED):
+        result = sanitized(result, kernel, request, geometry)
+    return result
+
+
+def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
+    """``result`` after the kernel's launch under compute-sanitizer (`graders.cuda_engine.sanitizer`): a race,
+    an uninitialised read or an invalid access makes it incorrect (no points), with the tool's own line.
+    Racecheck runs only for a kernel that uses shared memory (or whose usage is unknown)."""
+    usage = (result.details.get("compile", {}).get("resources") or {}).get(kernel.function) or {}
+    tools = tuple(t for t in sanitizer.TOOLS if t != "racecheck" or usage.get("shared_bytes") != 0)
+    try:
+        checked = sanitizer.sanitize(request, kernel, geometry, _child_env(), tools)
+    except sanitizer.SanitizerFailed as exc:
+        return dataclasses.replace(result, status=Status.GRADER_ERROR, message=f"the grader failed: {exc}",
+                                   points=0.0, details=result.details | {
+                                       "score": score_kernel(kernel, False, None).as_dict()})
+    if not checked["failure"]:
+        return dataclasses.replace(result, details=result.details | {"sanitizer": checked})
+    return dataclasses.replace(result, status=Status.INCORRECT, message=checked["failure"], points=0.0,
+                               details=result.details | {"sanitizer": checked,
+                                                         "score": score_kernel(kernel, False, None).as_dict()})
+
+
 
 
 def _budget_from_env(default: float) -> float:

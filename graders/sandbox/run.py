@@ -272,6 +272,7 @@ class ChildResult:
     message: str = ""
     stderr: str = ""
     seconds: float = 0.0
+    stdout: str = ""     # the end of what the child (or its ``wrapper``) printed
 
     @property
     def ok(self) -> bool:
@@ -286,8 +287,12 @@ def run_child(
     memory_bytes: int | None = None,
     gpu: bool = False,
     env: dict[str, str] | None = None,
+    wrapper: tuple[str, ...] = (),
 ) -> ChildResult:
     """Run ``handler`` (a module path with a ``handle`` function) on ``request`` in a fresh sandbox.
+
+    ``wrapper`` is a command the child runs under, inside the sandbox (compute-sanitizer and its options);
+    what it prints comes back in ``ChildResult.stdout``.
 
     ``memory_bytes`` caps the sandbox's memory (and, without ``gpu``, each process's address space; CUDA
     reserves far more address space than it uses). ``gpu`` gives the child the GPU. ``env`` is set in the
@@ -300,7 +305,7 @@ def run_child(
         # the child's entry point is this package: importable in the child however it was installed
         pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
-        argv = sandbox_argv([sys.executable, "-m", "graders.sandbox.child", handler, str(write_fd)],
+        argv = sandbox_argv([*wrapper, sys.executable, "-m", "graders.sandbox.child", handler, str(write_fd)],
                             Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra)
     except BaseException:
         os.close(read_fd)
@@ -332,15 +337,16 @@ def run_child(
     with os.fdopen(read_fd, "rb") as channel:
         raw = channel.read()
     seconds = time.monotonic() - start
-    stderr = _tail(err)
+    stderr, stdout = _tail(err), _tail(out)
     if proc.returncode != 0 or not raw:
         return ChildResult("crashed", message=_crash_message(proc.returncode, stderr), stderr=stderr,
-                           seconds=seconds)
+                           seconds=seconds, stdout=stdout)
     try:
         answer = json.loads(raw)
     except json.JSONDecodeError:
-        return ChildResult("crashed", message="the child's answer was garbled", stderr=stderr, seconds=seconds)
-    return ChildResult("ok", answer=answer, stderr=stderr, seconds=seconds)
+        return ChildResult("crashed", message="the child's answer was garbled", stderr=stderr, seconds=seconds,
+                           stdout=stdout)
+    return ChildResult("ok", answer=answer, stderr=stderr, seconds=seconds, stdout=stdout)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

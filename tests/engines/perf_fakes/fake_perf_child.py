@@ -16,6 +16,9 @@ def handle(request: dict) -> dict:
         os.abort()
     if mode == "raise":
         raise RuntimeError("the handler broke")
+    if mode == "wrapped":   # run under a wrapper command: what it set, and a line on stdout
+        print("a line from inside the wrapper")
+        return {"wrapped": os.environ.get("WRAPPED")}
 
     def sample(_subject: str) -> float:   # stands in for the CUDA-event timer on a machine without a GPU
         start = time.perf_counter()

@@ -1,0 +1,96 @@
+"""compute-sanitizer as a grader: a CUDA kernel that races in shared memory, reads memory it never wrote, or
+accesses memory outside its buffers loses its correctness points, with the sanitizer's own line.
+
+`sanitize` launches the kernel once under each tool (``memcheck``, ``racecheck``, ``initcheck``), each in its own
+sandboxed child (`graders.cuda_engine.sanitize_child`) wrapped in compute-sanitizer, which watches only the
+student's kernel (``--kernel-name``); `findings` reads its report. The launch is at `sanitize_shape`: a small
+check shape of the kernel (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
+
+On a GPU worker compute-sanitizer is required (``WORKSHOP_COMPUTE_SANITIZER``, else ``PATH``, else the CUDA
+toolkit); without it grading stops with `SanitizerMissing`. ``WORKSHOP_SANITIZE=off`` skips it (trusted local
+use).
+"""
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from pathlib import Path
+
+from graders import settings
+from graders.cuda_engine.problems import Shape, problem
+from graders.cuda_engine.spec import Geometry, KernelSpec
+from graders.gpu import NeedsGPUWorker
+from graders.sandbox.run import run_child
+
+TOOLS = ("memcheck", "racecheck", "initcheck")
+CHILD = "graders.cuda_engine.sanitize_child"
+TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
+CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/cuda/bin")
+_ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)
+_RACES = re.compile(r"^=+ RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", re.MULTILINE)
+_FINDING = re.compile(r"^=+ ((?:Error: )?(?:Race reported|Invalid|Uninitialized|Out of bounds|Misaligned|"
+                      r"Barrier error)[^\n]*)", re.MULTILINE)
+
+
+class SanitizerMissing(NeedsGPUWorker):
+    """This GPU worker has no compute-sanitizer: it cannot grade CUDA kernels completely."""
+
+
+def find_sanitizer() -> str | None:
+    override = settings.tool_override("compute-sanitizer")
+    if override:
+        return override if Path(override).is_file() else None
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    return next((str(p) for p in (Path(h) / "compute-sanitizer" for h in CUDA_HOMES) if p.is_file()), None)
+
+
+def sanitize_shape(kernel: KernelSpec, geometry: Geometry) -> Shape:
+    """The smallest check shape whose grid has two blocks or more (else the largest check shape)."""
+    definition = problem(kernel.kind)
+    shapes = sorted(kernel.check_shapes, key=math.prod)
+    several = [s for s in shapes if math.prod(definition.grid(s, geometry.tile)) >= 2]
+    return several[0] if several else shapes[-1]
+
+
+def findings(tool: str, report: str) -> str:
+    """'' if compute-sanitizer's ``report`` counts no error, else the count and its first finding, in its words.
+
+    Racecheck's warnings (hazards it does not call errors) do not count."""
+    count = sum(int(n) for n in _ERRORS.findall(report) + _RACES.findall(report))
+    if not count:
+        return ""
+    first = _FINDING.search(report)
+    line = first.group(1).strip() if first else "see the sanitizer's report"
+    return f"compute-sanitizer --tool {tool} found {count} error(s); the first: {line}"
+
+
+class SanitizerFailed(RuntimeError):
+    """A tool's run did not finish: the grader's problem (the kernel passed the same launch without it)."""
+
+
+def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[str, str],
+             tools=TOOLS) -> dict:
+    """Run the kernel of ``request`` (the grading child's request) once under each tool at `sanitize_shape`.
+
+    ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding or ''}``. Raises
+    `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
+    binary = find_sanitizer()
+    if binary is None:
+        raise SanitizerMissing("compute-sanitizer was not found on this GPU worker: install the CUDA toolkit's "
+                               "compute-sanitizer or set WORKSHOP_COMPUTE_SANITIZER (WORKSHOP_SANITIZE=off skips "
+                               "it, for trusted local use only)")
+    shape = sanitize_shape(kernel, geometry)
+    found: dict[str, str] = {}
+    for tool in tools:
+        wrapper = (binary, "--tool", tool, "--kernel-name", f"kns={kernel.function}", "--print-limit", "5",
+                   "--error-exitcode", "0")
+        child = run_child(CHILD, request | {"shape": list(shape)}, timeout_s=TIMEOUT_S, gpu=True,
+                          wrapper=wrapper, env=env)
+        if not child.ok or "error" in child.answer:
+            raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({child.status}: "
+                                  f"{child.message or child.answer.get('error', '')}) {child.stdout[-500:]}")
+        found[tool] = findings(tool, child.stdout)
+    return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), "")}

@@ -1,0 +1,38 @@
+"""compute-sanitizer as a grader on a real GPU: a shared-memory race costs the kernel its points with
+racecheck's own line; clean references keep everything, with every tool run and silent.
+Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_sanitizer_gpu.py -s``."""
+from pathlib import Path
+
+import pytest
+
+from graders.cuda_engine.grade import grade_kernel, report
+from graders.cuda_engine.spec import load_spec
+
+pytestmark = pytest.mark.gpu
+BUDGET_S = 1.0
+
+
+def grade(track: str, kernel_id: str, source: str) -> dict:
+    result = grade_kernel(track, kernel_id, source, budget_s=BUDGET_S)
+    print("\n" + report(result), result.details.get("sanitizer"))
+    return result.as_dict()
+
+
+def test_a_tile_read_without_a_barrier_loses_its_points():
+    result = grade("transpose", "tiled", (Path(__file__).parent / "cheats/tiled_no_barrier.cu").read_text())
+    assert result["status"] == "incorrect" and result["points"] == 0, result["message"]
+    if "sanitizer" in result:    # correct on the GPU by chance: racecheck caught it
+        assert result["message"].startswith("compute-sanitizer --tool racecheck found ")
+        assert "Race reported" in result["message"]
+
+
+@pytest.mark.parametrize("track, kernel_id", [("transpose", "padded"), ("gemm", "warptiling"),
+                                              ("vecadd", "add")])
+def test_a_clean_reference_keeps_its_points_under_every_tool(track, kernel_id):
+    kernel = load_spec(track).kernel(kernel_id)
+    result = grade(track, kernel_id, kernel.reference.read_text())
+    assert result["status"] == "ok", result["message"]
+    tools = result["sanitizer"]["tools"]
+    shared = result["compile"]["resources"][kernel.function]["shared_bytes"]
+    assert set(tools) == ({"memcheck", "racecheck", "initcheck"} if shared != 0 else {"memcheck", "initcheck"})
+    assert not any(tools.values()), tools
