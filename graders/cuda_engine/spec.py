@@ -16,6 +16,7 @@ in the same run (see `graders.cuda_engine.scoring`).
 """
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -222,7 +223,8 @@ def resolve_geometry(kernel: KernelSpec, block=None, tile=None, params=None) -> 
         spec_params |= params
     block = tuple(block) if block is not None else kernel.geometry.block
     tile = tuple(tile) if tile is not None else kernel.geometry.tile
-    if len(block) != 2 or len(tile) != 2 or not all(isinstance(v, int) for v in (*block, *tile)):
+    if len(block) != 2 or len(tile) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                    for v in (*block, *tile)):
         raise SpecError(f"block and tile must be pairs of ints (x, y), got block={block}, tile={tile}")
     return make_geometry(block, tile, f"kernel {kernel.id!r}", spec_params)
 
@@ -246,7 +248,8 @@ def _number(table: dict, key: str, where: str, default=None, positive: bool = Fa
     value = table.get(key, default)
     if value is None:
         raise SpecError(f"{where}: missing {key!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or (positive and value == 0)):
         raise SpecError(f"{where}: {key!r} must be a {'positive' if positive else 'non-negative'} number, "
                         f"got {value!r}")
     return value

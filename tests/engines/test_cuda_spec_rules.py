@@ -61,6 +61,13 @@ def test_time_budget_must_be_positive():
     assert error({"time_budget_s": 0}) == f"{TOP}: 'time_budget_s' must be a positive number, got 0"
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_numbers_must_be_finite(value):
+    """TOML has nan and inf: a budget of nan or a target of inf (full marks out of reach) is refused."""
+    assert error({"time_budget_s": value}) == f"{TOP}: 'time_budget_s' must be a positive number, got {value!r}"
+    assert error(kernel={"target": value}) == f"{K1}: 'target' must be a positive number, got {value!r}"
+
+
 def test_kernels_must_be_an_array_of_tables():
     for kernels in ({"id": "k"}, []):
         with pytest.raises(SpecError) as info:
@@ -211,7 +218,8 @@ def test_student_params_must_be_the_specs_names():
     assert str(info.value) == "kernel 'k': parameter BK must be a positive int, got 0"
 
 
-@pytest.mark.parametrize("block, tile", [((32.0, 8), None), (None, (64, 32.0)), ((32, 8, 1), None), (None, (64,))])
+@pytest.mark.parametrize("block, tile", [((32.0, 8), None), (None, (64, 32.0)), ((32, 8, 1), None), (None, (64,)),
+                                         ((32, True), None), (None, (True, 64))])   # a bool is no int here
 def test_student_block_and_tile_are_pairs_of_ints(block, tile):
     with pytest.raises(SpecError) as info:
         resolve_geometry(kernel_spec(True), block, tile)
