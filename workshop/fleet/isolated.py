@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from graders.settings import ROOT
 from workshop.course import nbgrader_env
+from workshop.fleet.processes import kill_tree
 
 # Markers in nbgrader's log of a worker that cannot grade at all (graders.gpu, graders.sandbox.run): the
 # submission is retried, never scored.
@@ -52,18 +52,19 @@ def _env(course: Path) -> dict[str, str]:
 
 
 def _run(course: Path, args: list[str], timeout: float) -> tuple[int | None, str]:
-    """``nbgrader ARGS`` in ``course`` in a session of its own, killed whole when it runs past ``timeout``
-    (or when this process is interrupted); (exit status or None on timeout, its log)."""
+    """``nbgrader ARGS`` in ``course``, killed with every process below it (the notebook's sandboxed kernel
+    too) when it runs past ``timeout`` or this process is interrupted; (exit status or None on timeout, its
+    log)."""
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=course, env=_env(course),
-                                stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             rc = None
         finally:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill_tree(proc.pid)
                 proc.wait()
         log.seek(0)
         return rc, log.read()
@@ -130,5 +131,12 @@ def grade(assignment: str, student: str, sources: dict[str, str], submitted: dic
 
 
 def _last_error(log: str) -> str:
-    lines = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
-    return lines[-1].strip()[:500] if lines else ""
+    """The exception nbgrader reports for a submission it could not process, else its last error line."""
+    lines = log.splitlines()
+    marks = [i for i, line in enumerate(lines) if "There was an error processing assignment '" in line]
+    if marks:
+        before = [line.strip() for line in lines[:marks[-1]] if line.strip() and "|" not in line]
+        if before:
+            return before[-1][:500]
+    errors = [line.strip() for line in lines if "ERROR" in line]
+    return errors[-1][:500] if errors else ""

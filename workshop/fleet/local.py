@@ -13,8 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+from workshop.fleet.processes import kill_tree
 
 
 def free_port() -> int:
@@ -87,25 +90,28 @@ class Redis:
 
 
 class Postgres:
-    """A PostgreSQL cluster made with initdb in ``folder``, owned by an unprivileged user when run as root
-    (the server refuses root), trusting local connections, with one database ``gradebook``."""
+    """A PostgreSQL cluster made with initdb in a new folder, trusting local connections, with one database
+    ``gradebook``. Run as root, it belongs to an unprivileged user (the server refuses root) and lies in a
+    folder of its own under the system's temporary directory, which that user can reach."""
 
-    def __init__(self, folder: Path):
-        self.folder, self.port = folder, free_port()
-        self.data = folder / "data"
-        self.url = f"postgresql+psycopg://workshop@127.0.0.1:{self.port}/gradebook"
-        self.proc: subprocess.Popen | None = None
+    def __init__(self):
+        self.port = free_port()
         self.user = None
         if os.geteuid() == 0:
             self.user = "postgres" if _has_user("postgres") else "nobody"
+        self.folder = Path(tempfile.mkdtemp(prefix="workshop-postgres-"))
+        self.data = self.folder / "data"
+        self.url = f"postgresql+psycopg://workshop@127.0.0.1:{self.port}/gradebook"
+        self.proc: subprocess.Popen | None = None
 
     def start(self) -> Postgres:
-        self.folder.mkdir(parents=True, exist_ok=True)
         if self.user:
             shutil.chown(self.folder, self.user)
         if not self.data.is_dir():
-            subprocess.run([_pg_binary("initdb"), "-D", str(self.data), "-U", "workshop", "--auth=trust",
-                            "--no-sync", "-E", "UTF8"], check=True, capture_output=True, user=self.user)
+            made = subprocess.run([_pg_binary("initdb"), "-D", str(self.data), "-U", "workshop", "--auth=trust",
+                                   "--no-sync", "-E", "UTF8"], capture_output=True, text=True, user=self.user)
+            if made.returncode != 0:
+                raise RuntimeError(f"initdb failed: {made.stdout}{made.stderr}")
         self.proc = subprocess.Popen(
             [_pg_binary("postgres"), "-D", str(self.data), "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
              "-c", f"unix_socket_directories={self.folder}", "-c", "fsync=off"],
@@ -129,8 +135,16 @@ class Postgres:
                 raise RuntimeError(f"postgres exited: {(self.folder / 'postgres.log').read_text()[-2000:]}")
             return False
 
+    def database(self, name: str) -> str:
+        """A new empty database; its SQLAlchemy URL."""
+        with self._connect("postgres") as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url.rsplit("/", 1)[0] + f"/{name}"
+
     def stop(self) -> None:
-        _stop(self.proc, signal.SIGINT)   # PostgreSQL's fast shutdown
+        """Stop the server (PostgreSQL's fast shutdown) and remove the cluster."""
+        _stop(self.proc, signal.SIGINT)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _has_user(name: str) -> bool:
@@ -167,9 +181,9 @@ class Worker:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def kill(self) -> None:
-        """SIGKILL the worker and every process of its session, as when its machine dies."""
+        """SIGKILL the worker and every process below it, as when its machine dies."""
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            kill_tree(self.proc.pid)
             self.proc.wait()
 
     def stop(self) -> None:

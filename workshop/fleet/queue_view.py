@@ -12,11 +12,9 @@ from pathlib import Path
 from gradebook.fleet_ledger import Ledger
 
 
-def live_state(task_id: str) -> tuple[str, str, str]:
+def live_state(app, task_id: str) -> tuple[str, str, str]:
     """(state, worker, why) of a task the coordinator has not written yet, from the result store."""
     from celery import states
-
-    from workshop.fleet.app import app
     result = app.AsyncResult(task_id)
     state, info = result.state, result.info
     if state == states.STARTED and isinstance(info, dict):
@@ -30,24 +28,27 @@ def live_state(task_id: str) -> tuple[str, str, str]:
     return "pending", "", ""
 
 
-def rows(course: Path, assignment: str | None) -> list[dict]:
-    """The ledger's rows, those still queued with their live state."""
-    from workshop.fleet.coordinator import course_config, gradebook_url
-    ledger = Ledger(gradebook_url(course.resolve(), course_config(course.resolve())))
+def rows(db_url: str, assignment: str | None, app) -> list[dict]:
+    """The ledger's rows in the gradebook at ``db_url``, those not yet written with their live state."""
+    ledger = Ledger(db_url)
     try:
         found = ledger.rows(assignment)
     finally:
         ledger.close()
     for row in found:
         if row["state"] in ("queued", "writing"):
-            row["state"], row["worker"], row["reason"] = live_state(row["task_id"])
+            row["state"], row["worker"], row["reason"] = live_state(app, row["task_id"])
     return found
 
 
 def show(course: Path, assignment: str | None) -> int:
     from rich.console import Console
     from rich.table import Table
-    found = rows(course, assignment)
+
+    from workshop.fleet.app import app
+    from workshop.fleet.coordinator import course_config, gradebook_url
+    course = course.resolve()
+    found = rows(gradebook_url(course, course_config(course)), assignment, app)
     table = Table("assignment", "student", "state", "worker", "score", "tries", "why")
     for row in found:
         score = f"{row['score']:g} / {row['max_score']:g}" if row["score"] is not None else ""

@@ -28,7 +28,7 @@ def _deliveries(task_id: str) -> int:
 
 
 @app.task(bind=True, name="workshop.grade_submission", autoretry_for=(isolated.InfrastructureFault,),
-          max_retries=3, retry_backoff=10, retry_jitter=False)
+          max_retries=3, retry_backoff=10, retry_jitter=False, resultrepr_maxsize=160)
 def grade_submission(self, assignment: str, student: str, sources: dict[str, str],
                      submitted: dict[str, str]) -> dict:
     deliveries = _deliveries(self.request.id)

@@ -1,0 +1,64 @@
+"""Courses for the fleet tests: the puzzles assignment cut to its first puzzles, so that twenty nbgrader
+autogrades fit in CI, and submissions of the reference, the stub and known-wrong cells."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbgrader.utils import is_solution
+
+from workshop import course as nbg
+from workshop import submissions
+
+PUZZLES = ("map", "zip")
+# (student name prefix, answers, expected total out of 6)
+KINDS = [
+    ("reference", submissions.reference_answers, 6.0),
+    ("stub", dict, 0.0),
+    ("zip-wrong", lambda: submissions.wrong_answers("zip_subtracts"), 3.0),
+    ("map-cheat", lambda: submissions.wrong_answers("map_hardcoded"), 3.0),
+]
+
+
+def cut_puzzles(nb: nbformat.NotebookNode, keep: tuple[str, ...] = PUZZLES) -> nbformat.NotebookNode:
+    """The notebook's title and setup, then only the cells of the puzzles in ``keep``."""
+    cells, current = [], None
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and cell.source.startswith("## Puzzle"):
+            current = next(c.metadata.nbgrader["grade_id"] for c in nb.cells[i:] if is_solution(c))
+        if current is None or current in keep:
+            cells.append(cell)
+    nb = nbformat.from_dict(nb)
+    nb.cells = cells
+    return nb
+
+
+def nbgrader(course: Path, env: dict[str, str] | None, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True,
+                          env={**nbg.nbgrader_env(), **(env or {})})
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}"
+    return proc
+
+
+def make_course(dest: Path, env: dict[str, str] | None = None) -> tuple[Path, nbformat.NotebookNode]:
+    """A course with the cut puzzles assignment generated (into the gradebook ``env`` names); returns it and
+    the released notebook."""
+    course = nbg.make_course(dest, ["puzzles"])
+    source = course / "assignments" / "puzzles" / "puzzles.ipynb"
+    nbformat.write(cut_puzzles(nbformat.read(str(source), as_version=4)), str(source))
+    nbgrader(course, env, "generate_assignment", "puzzles", "--force")
+    return course, nbformat.read(str(course / "release" / "puzzles" / "puzzles.ipynb"), as_version=4)
+
+
+def submit(course: Path, release: nbformat.NotebookNode, student: str, answers: dict[str, str]) -> Path:
+    present = {c.metadata.nbgrader["grade_id"] for c in release.cells if is_solution(c)}
+    kept = {k: v for k, v in answers.items() if k in present}
+    return submissions.write(course, student, "puzzles", submissions.fill(release, kept))
+
+
+def class_of(n: int) -> list[tuple[str, dict[str, str], float]]:
+    """``n`` students cycling through the kinds: (student, answers, expected total)."""
+    return [(f"{KINDS[i % len(KINDS)][0]}-{i:02d}", KINDS[i % len(KINDS)][1](), KINDS[i % len(KINDS)][2])
+            for i in range(n)]

@@ -1,0 +1,208 @@
+"""The grading fleet for real: Celery workers on redis-server grade puzzles submissions with nbgrader, the
+coordinator writes a PostgreSQL gradebook. Workers killed, Redis restarted, submissions that hang or crash."""
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fleet_course as fc
+import pytest
+from nbgrader.api import Gradebook
+
+from gradebook.fleet_ledger import Ledger
+from gradebook.summary import cell_scores, student_table
+from workshop import submissions
+from workshop.fleet import queue_view
+from workshop.fleet.app import make_app
+from workshop.fleet.processes import kill_tree
+
+HANG = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
+
+
+def _course(tmp_path: Path, env: dict[str, str], n: int) -> tuple[Path, dict[str, float]]:
+    """A course on the fleet's gradebook with ``n`` submissions; the total each must get."""
+    course, release = fc.make_course(tmp_path / "course", {"WORKSHOP_GRADEBOOK_URL": env["WORKSHOP_GRADEBOOK_URL"]})
+    expected = {}
+    for student, answers, total in fc.class_of(n):
+        fc.submit(course, release, student, answers)
+        expected[student] = total
+    return course, expected
+
+
+def _grade(course: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "workshop.cli", "grade", "puzzles", "--course", str(course),
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _finish(proc: subprocess.Popen, timeout: float) -> str:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"workshop grade did not finish in {timeout:g} s:\n{out}")
+    assert proc.returncode == 0, out
+    return out
+
+
+def _ledger(url: str) -> list[dict]:
+    ledger = Ledger(url)
+    try:
+        return ledger.rows("puzzles")
+    finally:
+        ledger.close()
+
+
+def _totals(url: str) -> dict[str, float]:
+    return student_table(cell_scores(url, "puzzles"))["total"].to_dict()
+
+
+def _gradings(workers) -> list[str]:
+    """Every grading the workers started, by student, from their logs."""
+    return [m for w in workers for m in re.findall(r"\] grading (\S+?)/puzzles \(delivery", w.log_text())]
+
+
+def _submissions_in_gradebook(url: str) -> int:
+    with Gradebook(url, "kernel-workshop") as gb:
+        count = len(gb.assignment_submissions("puzzles"))
+        gb.engine.dispose()
+    return count
+
+
+def _running(env: dict[str, str], worker: str = "") -> list[dict]:
+    """The tasks running now (on ``worker``), from the queue view."""
+    found = queue_view.rows(env["WORKSHOP_GRADEBOOK_URL"], "puzzles", make_app(env["WORKSHOP_BROKER_URL"]))
+    return [r for r in found if r["state"] == "running" and r["worker"].startswith(worker)]
+
+
+def _wait_running(env: dict[str, str], worker: str = "", timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = _running(env, worker)
+        if running:
+            return running[0]
+        time.sleep(0.2)
+    pytest.fail(f"no task started on {worker or 'any worker'}")
+
+
+@pytest.mark.slow
+def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, workers):
+    """20 submissions, two simulator workers, a PostgreSQL gradebook: each graded once, written once, and the
+    totals those of a serial `nbgrader autograde` of the same files."""
+    url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
+    course, expected = _course(tmp_path, fleet_env, 20)
+    started = workers(2, fleet_env)
+    out = _finish(_grade(course, fleet_env), timeout=600)
+
+    rows = _ledger(url)
+    assert sorted(r["student"] for r in rows) == sorted(expected), out
+    assert {r["state"] for r in rows} == {"done"}, out
+    assert all(r["deliveries"] == 1 for r in rows), out
+    assert sorted(_gradings(started)) == sorted(expected)   # each graded exactly once
+    assert {r["worker"] for r in rows} == {"w1@fleet-test", "w2@fleet-test"}
+    assert _submissions_in_gradebook(url) == 20
+    fleet_totals = _totals(url)
+    assert fleet_totals == expected
+
+    serial = fc.make_course(tmp_path / "serial", {"WORKSHOP_GRADEBOOK_URL": f"sqlite:///{tmp_path}/serial.db"})[0]
+    shutil.copytree(course / "submitted", serial / "submitted")
+    fc.nbgrader(serial, {"WORKSHOP_GRADEBOOK_URL": f"sqlite:///{tmp_path}/serial.db"}, "autograde", "puzzles")
+    assert _totals(f"sqlite:///{tmp_path}/serial.db") == fleet_totals
+
+    # nbgrader's own export reads the PostgreSQL gradebook; the autograded notebooks are in the course
+    fc.nbgrader(course, {"WORKSHOP_GRADEBOOK_URL": url}, "export", "--to=grades.csv")
+    with open(course / "grades.csv") as f:
+        exported = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(f)}
+    assert exported == expected
+    assert len(list((course / "autograded").glob("*/puzzles/puzzles.ipynb"))) == 20
+
+    again = _finish(_grade(course, fleet_env), timeout=60)   # nothing new: nothing sent, nothing written
+    assert "20 submission(s) already graded" in again
+    assert len(_gradings(started)) == 20 and len(_ledger(url)) == 20
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_task_is_redelivered(tmp_path, fleet_env, workers):
+    """SIGKILL the process grading a submission (its worker requeues it at once), then a whole worker (the
+    task comes back after the visibility timeout): every submission graded, none lost, none written twice."""
+    env = {**fleet_env, "WORKSHOP_VISIBILITY_TIMEOUT": "40"}
+    url = env["WORKSHOP_GRADEBOOK_URL"]
+    course, expected = _course(tmp_path, env, 6)
+    w1, w2 = workers(2, env)
+    grading = _grade(course, env)
+
+    first = _wait_running(env)
+    kill_tree(int(first["worker"].split("pid ")[1]))   # the pool process running the task, and its nbgrader
+    victim = w2 if first["worker"].startswith(w2.name) else w1
+    second = _wait_running(env, victim.name)                      # then a whole worker, while it grades
+    victim.kill()
+    _finish(grading, timeout=400)
+
+    rows = {r["student"]: r for r in _ledger(url)}
+    assert set(rows) == set(expected) and {r["state"] for r in rows.values()} == {"done"}
+    assert rows[first["student"]]["deliveries"] == 2
+    assert rows[second["student"]]["deliveries"] >= 2
+    assert _submissions_in_gradebook(url) == 6
+    assert _totals(url) == expected
+
+
+@pytest.mark.slow
+def test_redis_restart_mid_run_completes(tmp_path, fleet_env, workers, redis):
+    """Redis (append-only) stops and comes back while workers grade: the run completes, each written once."""
+    url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
+    course, expected = _course(tmp_path, fleet_env, 4)
+    workers(2, fleet_env)
+    grading = _grade(course, fleet_env)
+    _wait_running(fleet_env)
+    redis.restart(down_s=3)
+    _finish(grading, timeout=400)
+
+    rows = _ledger(url)
+    assert sorted(r["student"] for r in rows) == sorted(expected)
+    assert {r["state"] for r in rows} == {"done"}
+    assert _submissions_in_gradebook(url) == 4
+    assert _totals(url) == expected
+
+
+def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, workers):
+    """A notebook that will not stop (it ignores interrupts) and one that is not a notebook: each is that
+    student's 0 with the reason, graded once, and the student after them is graded as usual."""
+    env = {**fleet_env, "WORKSHOP_GRADE_TIME_LIMIT": "15", "WORKSHOP_CELL_TIMEOUT": "600"}
+    url = env["WORKSHOP_GRADEBOOK_URL"]
+    course, release = fc.make_course(tmp_path / "course", {"WORKSHOP_GRADEBOOK_URL": url})
+    fc.submit(course, release, "hang", {**submissions.reference_answers(), "map": HANG})
+    broken = course / "submitted" / "crash" / "puzzles"
+    broken.mkdir(parents=True)
+    (broken / "puzzles.ipynb").write_text("{not a notebook")
+    fc.submit(course, release, "reference", submissions.reference_answers())
+    started = workers(1, env)
+    _finish(_grade(course, env), timeout=300)
+
+    rows = {r["student"]: r for r in _ledger(url)}
+    assert rows["hang"]["state"] == "failed" and "ran past its 15 s limit" in rows["hang"]["reason"]
+    assert rows["crash"]["state"] == "failed" and "NotJSONError" in rows["crash"]["reason"]
+    assert rows["reference"]["state"] == "done" and rows["reference"]["score"] == 6
+    assert all(r["deliveries"] == 1 for r in rows.values())
+    assert sorted(_gradings(started)) == ["crash", "hang", "reference"]   # no retries
+    fc.nbgrader(course, {"WORKSHOP_GRADEBOOK_URL": url}, "export", "--to=grades.csv")
+    with open(course / "grades.csv") as f:
+        exported = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(f)}
+    assert exported == {"hang": 0.0, "crash": 0.0, "reference": 6.0}
+
+
+def test_ledger_writes_a_result_once(tmp_path):
+    """The claim on a task's result is taken once: a result seen twice is written once."""
+    url = f"sqlite:///{tmp_path}/gradebook.db"
+    ledger = Ledger(url)
+    ledger.queued("puzzles", "ada", "c0ffee", "task-1", "sim")
+    assert ledger.claim("task-1") and not ledger.claim("task-1")
+    ledger.finish("task-1", "done", score=6.0, max_score=6.0)
+    ledger.queued("puzzles", "ada", "c0ffee", "task-2", "sim")   # sent again (--force): one row, a new task
+    assert [r["task_id"] for r in ledger.rows("puzzles")] == ["task-2"]
+    assert ledger.claim("task-2") and not ledger.claim("task-1")
+    ledger.close()
