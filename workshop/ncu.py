@@ -9,17 +9,14 @@ kernels (random inputs, NaN fills) are not. `gemm_bank_conflicts` is the GEMM wo
 from __future__ import annotations
 
 import argparse
-import csv
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from graders.cuda_engine.counters import METRICS, find_ncu, parse_csv
 from graders.settings import ROOT
 
-GEMM_BANK_METRICS = {"ld": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-                     "st": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"}
+GEMM_BANK_METRICS = dict(zip(("ld", "st"), METRICS["shared_bank_conflicts"][0]))
 GEMM_BANK_KERNELS = ("vectorized", "linearize", "swizzle", "warptiling")
 GEMM_BANK_SHAPE = (2048, 2048, 2048)
 
@@ -31,10 +28,6 @@ class NcuRun:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     problem: str = ""
     output: str = ""     # ncu's stdout and stderr
-
-
-def find_ncu() -> str | None:
-    return shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
 
 
 def launch_kernel(kernel, geometry, shape) -> None:
@@ -69,16 +62,6 @@ def measure(track: str, kernel_ids, shape, metrics, timeout_s: float) -> NcuRun:
     counts = parse_csv(done.stdout, metrics)
     problem = "" if counts else f"ncu gave no {', '.join(metrics)} (exit {done.returncode})"
     return NcuRun(command, counts, problem, done.stdout + done.stderr)
-
-
-def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
-    """Kernel name -> metric -> value from ``ncu --csv`` output (its ==PROF== lines skipped)."""
-    found: dict[str, dict[str, int]] = {}
-    for row in csv.DictReader(line for line in text.splitlines() if line.startswith('"')):
-        if row.get("Metric Name") in metrics:
-            value = int(float(row["Metric Value"].replace(",", "")))
-            found.setdefault(row["Kernel Name"], {})[row["Metric Name"]] = value
-    return found
 
 
 def gemm_bank_conflicts(timeout_s: float = 150) -> dict:

@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 
 from graders import settings
-from graders.cuda_engine import sanitizer
+from graders.cuda_engine import counters, sanitizer
 from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
@@ -52,9 +52,10 @@ class KernelFailed(AssertionError):
 
 def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
                  budget_s: float | None = None, timeout_s: float | None = None,
-                 memory_fraction: float = 0.25, sanitize: bool = True) -> GradeResult:
-    """Check and time one kernel in a child process (see `result_from_child`), then, for a correct kernel and
-    unless ``sanitize`` is False or ``WORKSHOP_SANITIZE=off``, run it under compute-sanitizer (`sanitized`)."""
+                 memory_fraction: float = 0.25, sanitize: bool = True, profile: bool = True) -> GradeResult:
+    """Check and time one kernel in a child process (see `result_from_child`); then, for a correct kernel, run
+    it under compute-sanitizer (`sanitized`; not with ``sanitize=False`` or ``WORKSHOP_SANITIZE=off``) and
+    apply its spec's counter rule (`counted`; not with ``profile=False``)."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
     geometry = resolve_geometry(kernel, block, tile, params)
@@ -72,7 +73,26 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
     result = result_from_child(child, spec, kernel, limit, seed)
     if sanitize and settings.sanitize_enabled() and (result.ok or result.status in SPEED_NOT_CREDITED):
         result = sanitized(result, kernel, request, geometry)
+    if profile and kernel.counter and (result.ok or result.status in SPEED_NOT_CREDITED):
+        result = counted(result, spec, kernel, request)
     return result
+
+
+def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, request: dict) -> GradeResult:
+    """``result`` with the kernel's counter rule applied (`graders.cuda_engine.counters`): a count over the
+    rule keeps the correctness points only (status ``unmet``)."""
+    try:
+        measured = counters.measure(spec, kernel, request, _child_env())
+    except counters.ProfilingFailed as exc:
+        return dataclasses.replace(result, status=Status.GRADER_ERROR, message=f"the grader failed: {exc}",
+                                   points=0.0, details=result.details | {
+                                       "score": score_kernel(kernel, False, None).as_dict()})
+    details = result.details | {"counter": measured}
+    if not measured["failure"] or not result.ok:
+        return dataclasses.replace(result, details=details)
+    score = score_kernel(kernel, True, 0.0)
+    return dataclasses.replace(result, status=Status.UNMET, message=f"correct, but {measured['failure']}",
+                               points=score.total, details=details | {"score": score.as_dict()})
 
 
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
@@ -149,6 +169,11 @@ def report(result: GradeResult) -> str:
                      f"{b['name']} {b['median_s'] * 1e3:.4f} ms ({_rate(b['throughput'], unit)}); "
                      f"ratio {timing['ratio']:.3f} (full marks at {result.details['curve']['target']:g}, "
                      f"none below {result.details['curve']['floor']:g})")
+    counter = result.details.get("counter")
+    if counter:
+        lines.append(f"  {counter['metric']} (ncu): yours {counter['yours']:,}; the reference of "
+                     f"{counter['relative_to']} {counter['reference']:,} (speed points at most "
+                     f"{counter['at_most']:g} x that)")
     for name, r in (result.details.get("compile", {}).get("resources") or {}).items():
         lines.append(f"  {name}: {resources_summary(r)}")
     lines.append(f"  points: {s['total']:.2f} / {s['max']:g} (correctness {s['correctness']:g}, "

@@ -1,8 +1,9 @@
-"""Child handler (run by `graders.sandbox.run.run_child`, under compute-sanitizer): launch one kernel once.
+"""Child handler (run by `graders.sandbox.run.run_child` under a tool): launch one kernel once.
 
 The request names the spec, the kernel, its geometry, the source and a shape; the child compiles the source,
-makes inputs and a guarded output at that shape, launches once and waits. compute-sanitizer, wrapped around
-this process, watches the launch (`graders.cuda_engine.sanitizer`).
+makes inputs and a guarded output at that shape, launches once and waits. The tool wrapped around this
+process watches the launch: compute-sanitizer (`graders.cuda_engine.sanitizer`) or Nsight Compute
+(`graders.cuda_engine.counters`).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 accesses memory outside its buffers loses its correctness points, with the sanitizer's own line.
 
 `sanitize` launches the kernel once under each tool (``memcheck``, ``racecheck``, ``initcheck``), each in its own
-sandboxed child (`graders.cuda_engine.sanitize_child`) wrapped in compute-sanitizer, which watches only the
+sandboxed child (`graders.cuda_engine.launch_child`) wrapped in compute-sanitizer, which watches only the
 student's kernel (``--kernel-name``); `findings` reads its report. The launch is at `sanitize_shape`: a small
 check shape of the kernel (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
 
@@ -24,7 +24,7 @@ from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
 
 TOOLS = ("memcheck", "racecheck", "initcheck")
-CHILD = "graders.cuda_engine.sanitize_child"
+CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
 CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/cuda/bin")
 _ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)

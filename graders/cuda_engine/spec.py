@@ -1,18 +1,23 @@
 """The CUDA C++ engine's track specs: ``tracks/<name>/spec.toml``, read with tomllib.
 
-``[assignment]`` holds defaults every kernel inherits (``check_shapes``, ``perf_shape``, ``block``,
-``tile``, ``floor``, ``target``, points) plus ``time_budget_s``, ``requires_gpu`` and ``targets``
-("provisional" until measured on the worker GPU, then "measured"). Each ``[[kernel]]`` gives ``id`` (the
-nbgrader grade_id of its test cell), ``function`` (the ``extern "C"`` name), ``kind`` (a key of
-`graders.cuda_engine.problems.kinds`, defined by a track's ``problem.py``) and may override any default. Geometry: ``block`` is the threads of a block
-(x, y), ``tile`` the elements one block covers (x = columns, y = rows), a multiple of ``block`` (so each
+``[assignment]`` holds defaults every kernel inherits (``check_shapes``, ``perf_shape``, ``block``, ``tile``,
+``floor``, ``target``, points) plus ``time_budget_s``, ``requires_gpu`` and ``targets`` ("provisional" until
+measured on the worker GPU, then "measured"). Each ``[[kernel]]`` gives ``id`` (the nbgrader grade_id of its
+test cell), ``function`` (the ``extern "C"`` name), ``kind`` (a key of `graders.cuda_engine.problems.kinds`,
+defined by a track's ``problem.py``) and may override any default. Geometry: ``block`` is the threads of a
+block (x, y), ``tile`` the elements one block covers (x = columns, y = rows), a multiple of ``block`` (so each
 thread handles tile/block elements); the grid follows from the shape. ``student_geometry = true`` lets the
 student pick block and tile (the spec's are defaults). The kernel sees them as ``BLOCK_X``, ``BLOCK_Y``,
-``TILE_X``, ``TILE_Y``. ``params`` (a table of NAME = positive int, e.g. ``{ BK = 8 }``) are more
-compile-time parameters, ``#define``d the same way; with ``student_geometry`` the student may set them too.
+``TILE_X``, ``TILE_Y``. ``params`` (a table of NAME = positive int, e.g. ``{ BK = 8 }``) are more compile-time
+parameters, ``#define``d the same way; with ``student_geometry`` the student may set them too.
 
 Perf curve: ``floor`` and ``target`` are ratios of the kernel's speed to the problem's baseline measured
 in the same run (see `graders.cuda_engine.scoring`).
+
+A kernel whose lesson is a hardware counter names it: ``counter = { metric = "shared_bank_conflicts",
+relative_to = "tiled", at_most = 0.05 }`` earns its speed points only when its count is at most ``at_most``
+times the count of the ``relative_to`` kernel's reference, both profiled with Nsight Compute in the same
+grading (`graders.cuda_engine.counters`).
 """
 from __future__ import annotations
 
@@ -30,7 +35,8 @@ MAX_THREADS = 1024
 _ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
               "points_perf", "student_geometry", "params"}
-_KERNEL_KEYS = {"id", "function", "kind", "reference"} | _INHERITED
+_KERNEL_KEYS = {"id", "function", "kind", "reference", "counter"} | _INHERITED
+_COUNTER_KEYS = {"metric", "relative_to", "at_most"}
 
 
 class SpecError(ValueError):
@@ -53,6 +59,15 @@ class Geometry:
 
 
 @dataclass(frozen=True)
+class CounterRule:
+    """Speed points only when the kernel's ``metric`` is at most ``at_most`` x the ``relative_to`` reference's."""
+
+    metric: str          # a name in `graders.cuda_engine.counters.METRICS`
+    relative_to: str     # a kernel id of the same spec: its reference is profiled beside the student's kernel
+    at_most: float
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     id: str
     function: str
@@ -66,6 +81,7 @@ class KernelSpec:
     floor: float
     target: float
     reference: Path | None
+    counter: CounterRule | None = None
 
     @property
     def points(self) -> float:
@@ -132,6 +148,10 @@ def parse_spec(data: dict, path: Path) -> AssignmentSpec:
         if kernel.id in kernels:
             raise SpecError(f"{where}: duplicate id {kernel.id!r}")
         kernels[kernel.id] = kernel
+    for kernel in kernels.values():
+        if kernel.counter and kernels.get(kernel.counter.relative_to, kernel).reference is None:
+            raise SpecError(f"{path} [[kernel]] {kernel.id}: counter.relative_to must name another kernel with a "
+                            f"reference, got {kernel.counter.relative_to!r}")
     return AssignmentSpec(
         name=_typed(top, "name", str, f"{path} [assignment]"),
         path=path,
@@ -170,7 +190,16 @@ def _parse_kernel(raw: dict, path: Path, where: str) -> KernelSpec:
         floor=float(floor),
         target=float(target),
         reference=(path.parent / _typed(raw, "reference", str, where)).resolve() if reference is not None else None,
+        counter=_counter(raw["counter"], f"{where} counter") if "counter" in raw else None,
     )
+
+
+def _counter(raw, where: str) -> CounterRule:
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: must be a table {{ metric = ..., relative_to = ..., at_most = ... }}")
+    _no_unknown(raw, _COUNTER_KEYS, where)
+    return CounterRule(_typed(raw, "metric", str, where), _typed(raw, "relative_to", str, where),
+                       float(_number(raw, "at_most", where, positive=True)))
 
 
 def make_geometry(block: tuple[int, int], tile: tuple[int, int], where: str = "geometry",

@@ -1,0 +1,95 @@
+"""The profiler as a grader: hardware counters, read with Nsight Compute (``ncu``), decide a step's speed points
+where the step's lesson is a counter (shared-memory bank conflicts: the padded transpose, the GEMM worklog's
+linearized and swizzled steps), since speed alone cannot tell those steps apart.
+
+A kernel's spec names the rule (`graders.cuda_engine.spec.CounterRule`): a metric of `METRICS`, the kernel
+whose reference is its naive form (``relative_to``), and ``at_most``. `measure` profiles the student's kernel
+and that reference, each launched once at the kernel's ``perf_shape`` in a sandboxed child
+(`graders.cuda_engine.launch_child`) wrapped in ``ncu`` (only the named kernel is profiled), and says whether
+the student's count is at most ``at_most`` x the reference's.
+
+On a GPU worker ncu is required (``WORKSHOP_NCU``, else ``PATH``, else the CUDA toolkit); without it grading
+stops with `ProfilerMissing`.
+"""
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+from graders import settings
+from graders.cuda_engine.spec import AssignmentSpec, KernelSpec
+from graders.gpu import NeedsGPUWorker
+from graders.sandbox.run import run_child
+
+# a counter's name in specs: the ncu metrics summed for it, and what it is called in messages
+METRICS = {
+    "shared_bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+                              "shared-memory bank conflicts"),
+}
+CHILD = "graders.cuda_engine.launch_child"
+TIMEOUT_S = 180.0
+CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/nsight-compute")
+
+
+class ProfilerMissing(NeedsGPUWorker):
+    """This GPU worker has no Nsight Compute: it cannot grade counter rules."""
+
+
+class ProfilingFailed(RuntimeError):
+    """ncu gave no count: the grader's problem, not the kernel's."""
+
+
+def find_ncu() -> str | None:
+    override = settings.tool_override("ncu")
+    if override:
+        return override if Path(override).is_file() else None
+    return shutil.which("ncu") or next((str(Path(h) / "ncu") for h in CUDA_HOMES if (Path(h) / "ncu").is_file()),
+                                       None)
+
+
+def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
+    """Kernel name -> metric -> value from ``ncu --csv`` output (its ==PROF== lines and others skipped)."""
+    found: dict[str, dict[str, int]] = {}
+    for row in csv.DictReader(line for line in text.splitlines() if line.startswith('"')):
+        if row.get("Metric Name") in metrics:
+            value = int(float(row["Metric Value"].replace(",", "")))
+            found.setdefault(row["Kernel Name"], {})[row["Metric Name"]] = value
+    return found
+
+
+def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int:
+    """``metric`` (a name of `METRICS`) of one launch of ``function``, as the child ``request`` launches it."""
+    binary = find_ncu()
+    if binary is None:
+        raise ProfilerMissing("Nsight Compute (ncu) was not found on this GPU worker: install it or set WORKSHOP_NCU")
+    names = METRICS[metric][0]
+    wrapper = (binary, "--clock-control", "none", "--metrics", ",".join(names), "--csv", "-k", f"regex:^{function}$")
+    child = run_child(CHILD, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
+    counts = parse_csv(child.stdout, names)
+    row = next((v for k, v in counts.items() if k.split("(")[0] == function), None)
+    if not child.ok or row is None or set(row) != set(names):
+        raise ProfilingFailed(f"ncu gave no {metric} for {function} ({child.status}: {child.message}) "
+                              f"{child.stdout[-500:]}")
+    return sum(row.values())
+
+
+def measure(spec: AssignmentSpec, kernel: KernelSpec, request: dict, env: dict[str, str]) -> dict:
+    """The student's count and the ``relative_to`` reference's, both at the kernel's ``perf_shape``, and '' or why
+    the rule fails (``failure``). Raises `ProfilerMissing` without ncu, `ProfilingFailed` when it counts nothing."""
+    rule = kernel.counter
+    naive = spec.kernel(rule.relative_to)
+    shape = list(kernel.perf_shape)
+    yours = count(request | {"shape": shape}, kernel.function, rule.metric, env)
+    reference_request = {"spec_path": request["spec_path"], "kernel_id": naive.id, "shape": shape,
+                         "source": naive.reference.read_text(), "seed": request["seed"],
+                         "memory_fraction": request.get("memory_fraction", 0.25)}
+    theirs = count(reference_request, naive.function, rule.metric, env)
+    allowed = rule.at_most * theirs
+    what = METRICS[rule.metric][1]
+    failure = "" if yours <= allowed else (
+        f"its {what} (ncu, one launch at {' x '.join(map(str, shape))}): {yours:,}, against {theirs:,} for the "
+        f"reference of step {naive.id}; the speed points need at most {rule.at_most:g} x that ({allowed:,.0f})")
+    return {"metric": rule.metric, "ncu_metrics": list(METRICS[rule.metric][0]), "shape": shape, "yours": yours,
+            "reference": theirs, "relative_to": naive.id, "at_most": rule.at_most, "failure": failure}

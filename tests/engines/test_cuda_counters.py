@@ -1,0 +1,178 @@
+"""The profiler as a grader, on a machine without a GPU: counter rules in specs, ncu's CSV read, the child
+profiled under ncu, and what a count over the rule does to a kernel's result. (Real ncu runs: tests/gpu.)"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from graders import tracks
+from graders.cuda_engine import counters, grade
+from graders.cuda_engine.spec import CounterRule, SpecError, load_spec
+from graders.gpu import NeedsGPUWorker
+from graders.result import GradeResult, Status
+from graders.sandbox.run import ChildResult
+
+LD, ST = counters.METRICS["shared_bank_conflicts"][0]
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+          '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+
+
+def ncu_csv(function: str, ld: int, st: int) -> str:
+    rows = [f'"0","7","python3","127.0.0.1","{function}","1","13","(32, 8, 1)","(256, 256, 1)","0","9.0",'
+            f'"Command line profiler metrics","{name}","","{value:,}"' for name, value in ((LD, ld), (ST, st))]
+    return "==PROF== Connected to process 7\n" + "\n".join([HEADER, *rows]) + "\n==PROF== Disconnected\n"
+
+
+def test_every_counter_rule_in_the_tracks_names_a_known_metric_and_a_reference():
+    rules = {(t.name, k.id): k.counter for t in tracks.all_tracks() if t.engine == "cuda"
+             for k in load_spec(t.folder).kernels.values() if k.counter}
+    assert set(rules) == {("transpose", "padded"), ("gemm", "linearize"), ("gemm", "swizzle")}
+    for (track, _), rule in rules.items():
+        assert rule.metric in counters.METRICS and load_spec(track).kernel(rule.relative_to).reference.is_file()
+
+
+def test_ncu_csv_is_read_per_kernel_and_metric():
+    text = ncu_csv("transpose_padded", 20_123, 0) + "a line of the child's own\n"
+    assert counters.parse_csv(text, (LD, ST)) == {"transpose_padded": {LD: 20123, ST: 0}}
+
+
+@pytest.fixture
+def ncu(monkeypatch, tmp_path):
+    """A stand-in ncu binary and a child runner that answers with ``counts[function]`` as ncu's CSV."""
+    binary = tmp_path / "ncu"
+    binary.write_text("")
+    monkeypatch.setenv("WORKSHOP_NCU", str(binary))
+    runs, counts = [], {}
+
+    def child(handler, request, **options):
+        function = options["wrapper"][-1].removeprefix("regex:^").removesuffix("$")
+        runs.append({"handler": handler, "request": request, **options})
+        return ChildResult("ok", answer={"launched": request["shape"]}, stdout=ncu_csv(function, *counts[function]))
+    monkeypatch.setattr(counters, "run_child", child)
+    return binary, runs, counts
+
+
+def test_the_kernel_and_its_naive_reference_are_each_profiled_once_at_the_perf_shape(ncu):
+    binary, runs, counts = ncu
+    counts |= {"transpose_padded": (20_000, 0), "transpose_tiled": (16_400_000, 0)}
+    spec = load_spec("transpose")
+    request = {"spec_path": str(spec.path), "kernel_id": "padded", "source": "src", "seed": 3}
+    measured = counters.measure(spec, spec.kernel("padded"), request, {"PYTHONPATH": "x"})
+    assert measured == {"metric": "shared_bank_conflicts", "ncu_metrics": [LD, ST], "shape": [8192, 8192],
+                        "yours": 20_000, "reference": 16_400_000, "relative_to": "tiled", "at_most": 0.05,
+                        "failure": ""}
+    assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled"]
+    assert runs[0]["request"]["source"] == "src" and runs[1]["request"]["source"] == \
+        spec.kernel("tiled").reference.read_text()
+    assert all(r["handler"] == counters.CHILD and r["gpu"] and r["request"]["shape"] == [8192, 8192] for r in runs)
+    assert runs[0]["wrapper"] == (str(binary), "--clock-control", "none", "--metrics", f"{LD},{ST}", "--csv", "-k",
+                                  "regex:^transpose_padded$")
+
+
+@pytest.mark.parametrize("yours, fails", [(820_000, False), (820_001, True)])   # 0.05 x 16.4 M = 820,000
+def test_the_rule_holds_exactly_at_its_bound(ncu, yours, fails):
+    _, _, counts = ncu
+    counts |= {"transpose_padded": (yours, 0), "transpose_tiled": (16_400_000, 0)}
+    spec = load_spec("transpose")
+    measured = counters.measure(spec, spec.kernel("padded"), {"spec_path": "", "seed": 1}, {})
+    assert bool(measured["failure"]) == fails
+    if fails:
+        assert measured["failure"] == (
+            "its shared-memory bank conflicts (ncu, one launch at 8192 x 8192): 820,001, against 16,400,000 for the "
+            "reference of step tiled; the speed points need at most 0.05 x that (820,000)")
+
+
+def test_a_worker_without_ncu_stops_grading(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_NCU", "/nonexistent/ncu")
+    with pytest.raises(NeedsGPUWorker, match="Nsight Compute"):
+        counters.count({}, "transpose_padded", "shared_bank_conflicts", {})
+
+
+def test_no_count_from_ncu_is_the_graders_failure(ncu, monkeypatch):
+    monkeypatch.setattr(counters, "run_child", lambda *a, **k: ChildResult("ok", answer={}, stdout="==PROF== ..."))
+    with pytest.raises(counters.ProfilingFailed, match="ncu gave no shared_bank_conflicts for transpose_padded"):
+        counters.count({}, "transpose_padded", "shared_bank_conflicts", {})
+
+
+def ok_padded() -> GradeResult:
+    return GradeResult("padded", Status.OK, points=3.0, max_points=3.0, target="gpu", details={"score": {}})
+
+
+def measured(failure: str) -> dict:
+    return {"metric": "shared_bank_conflicts", "yours": 16_400_000, "reference": 16_400_000, "relative_to": "tiled",
+            "at_most": 0.05, "failure": failure}
+
+
+def test_a_count_over_the_rule_keeps_the_correctness_points_only(monkeypatch):
+    spec = load_spec("transpose")
+    monkeypatch.setattr(counters, "measure", lambda *a: measured("its shared-memory bank conflicts ..."))
+    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
+    assert result.status == Status.UNMET and result.points == 1.0
+    assert result.message == "correct, but its shared-memory bank conflicts ..."
+    assert result.details["score"] == {"correctness": 1.0, "performance": 0.0, "max": 3.0, "total": 1.0}
+    text = grade.report(dataclasses.replace(result, details=result.details | {"compile": {}}))
+    assert "shared_bank_conflicts (ncu): yours 16,400,000; the reference of tiled 16,400,000" in text
+
+
+def test_a_count_within_the_rule_changes_nothing_but_the_record(monkeypatch):
+    spec = load_spec("transpose")
+    monkeypatch.setattr(counters, "measure", lambda *a: measured(""))
+    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
+    assert result.ok and result.points == 3.0 and result.details["counter"]["failure"] == ""
+
+
+def test_a_profiler_that_fails_is_a_grader_error(monkeypatch):
+    spec = load_spec("transpose")
+
+    def broken(*args):
+        raise counters.ProfilingFailed("ncu gave no shared_bank_conflicts")
+    monkeypatch.setattr(counters, "measure", broken)
+    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
+    assert result.status == Status.GRADER_ERROR and result.points == 0
+
+
+def spec_text(counter: str) -> str:
+    return f'''[assignment]
+name = "t"
+engine = "cuda"
+check_shapes = [[4, 4]]
+perf_shape = [64, 64]
+block = [4, 4]
+tile = [4, 4]
+points_correct = 1
+points_perf = 2
+floor = 0.1
+target = 0.5
+
+[[kernel]]
+id = "naive"
+function = "naive"
+kind = "transpose"
+reference = "naive.cu"
+
+[[kernel]]
+id = "padded"
+function = "padded"
+kind = "transpose"
+{counter}
+'''
+
+
+@pytest.mark.parametrize("counter, message", [
+    ('counter = { metric = "m", relative_to = "naive", at_most = 0.05 }', None),
+    ('counter = { metric = "m", relative_to = "naive", at_most = 0 }', "'at_most' must be a positive number"),
+    ('counter = { metric = "m", relative_to = "naive", at_most = 0.05, points = 1 }', "unknown key(s) ['points']"),
+    ('counter = { metric = "m", relative_to = "nobody", at_most = 0.05 }', "counter.relative_to must name"),
+    ('counter = { metric = "m", relative_to = "padded", at_most = 0.05 }', "counter.relative_to must name"),
+    ('counter = "shared_bank_conflicts"', "must be a table"),
+])
+def test_a_counter_rule_is_checked_when_the_spec_is_read(tmp_path, counter, message):
+    (tmp_path / "naive.cu").write_text("")
+    (tmp_path / "spec.toml").write_text(spec_text(counter))
+    if message is None:
+        assert load_spec(tmp_path / "spec.toml").kernel("padded").counter == CounterRule("m", "naive", 0.05)
+    else:
+        with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                           .replace("]", r"\]")):
+            load_spec(tmp_path / "spec.toml")
