@@ -38,7 +38,9 @@ def make_app(broker: str | None = None) -> Celery:
     app = Celery("workshop", broker=broker, backend=os.environ.get("WORKSHOP_RESULT_URL") or broker,
                  include=["workshop.fleet.tasks"])
     limit = grade_time_limit_s()
-    transport = {"visibility_timeout": visibility_timeout_s()}
+    visibility = {"visibility_timeout": visibility_timeout_s()}
+    # Look for tasks of vanished workers every 5 s (kombu's default sweep is every 100 s).
+    transport = {**visibility, "unacked_restore_interval": 5, "unacked_restore_throttle": 1}
     app.conf.update(
         task_serializer="json", result_serializer="json", accept_content=["json"],
         task_acks_late=True,
@@ -49,7 +51,7 @@ def make_app(broker: str | None = None) -> Celery:
         task_time_limit=limit + 60,
         task_default_queue=SIM_QUEUE,
         broker_transport_options=transport,
-        result_backend_transport_options=transport,
+        result_backend_transport_options=visibility,
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,
         result_expires=14 * 24 * 3600,
