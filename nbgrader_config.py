@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy.exc import SAWarning
 
 from graders import settings
+from graders.notebook import CUDA_LANGUAGE, CUDA_STUB
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
@@ -40,6 +41,10 @@ c.Autograde.sanitize_preprocessors = [
     "gradebook.released_cells.OverwriteReleasedCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# A release's solution stub, by the source notebook's kernelspec language (graders/notebook.py): nbgrader's own
+# for the puzzles' Python kernels, a C++ comment for the CUDA tracks' kernel bodies, so a released kernel compiles.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()", CUDA_LANGUAGE: CUDA_STUB}
 
 # The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
 # hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.

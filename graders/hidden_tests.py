@@ -12,11 +12,54 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import textwrap
 from typing import Callable
 
 GRADED_OUTSIDE = "graded from the submitted file by the trusted grader (this cell's output is replaced)"
 
 HIDDEN_TESTS: dict[str, Callable] = {}
+
+
+STUB_MARK = "// YOUR CODE HERE"   # how the release's CUDA C++ stub begins (graders.notebook.CUDA_STUB)
+_STUB_TOKEN = "\0stub\0"
+
+
+def still_the_stub(value) -> bool:
+    """Whether ``value`` is CUDA C++ source with a function body that holds only the release's stub comment."""
+    if not isinstance(value, str) or STUB_MARK not in value:
+        return False
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: _STUB_TOKEN if m.group().startswith(STUB_MARK) else " ", value,
+                  flags=re.DOTALL)
+    return re.search(rf"\{{\s*{re.escape(_STUB_TOKEN)}\s*\}}", code) is not None
+
+
+def _refusing_stubs(function: Callable) -> Callable:
+    """``function``, except that a kernel still the release's stub fails without being compiled or run (an
+    empty kernel would otherwise meet a structural check such as "no spills")."""
+    @functools.wraps(function)
+    def graded(*args, **kwargs):
+        if any(still_the_stub(value) for value in (*args, *kwargs.values())):
+            print(NOT_WRITTEN)
+            raise TestFailed(NOT_WRITTEN)
+        return function(*args, **kwargs)
+
+    return graded
+
+
+NOT_WRITTEN = "the kernel is not written yet (its body is still the stub's comment)"
+
+
+class TestFailed(AssertionError):
+    """A test about the student's kernel failed; the message says why. IPython shows it as this one message,
+    not as a traceback into the grader (``_render_traceback_``)."""
+
+    def _render_traceback_(self) -> list[str]:
+        """The message's lines, long ones wrapped (``nbgrader validate`` shows 83 characters of a line)."""
+        lines = f"{type(self).__name__}: {self}".splitlines()
+        return [part for line in lines for part in textwrap.wrap(line, 83, subsequent_indent="    ") or [line]]
+
+
 RUN_ALONE: set[str] = set()      # hidden tests that time kernels: never run beside another one
 _in_trusted_grader = False
 
@@ -38,7 +81,7 @@ def hidden_test(function: Callable | None = None, *, alone: bool = False):
     ``@hidden_test(alone=True)`` marks a test that measures speed: the trusted grader runs it by itself."""
     if function is None:
         return functools.partial(hidden_test, alone=alone)
-    HIDDEN_TESTS[function.__name__] = function
+    HIDDEN_TESTS[function.__name__] = _refusing_stubs(function)
     if alone:
         RUN_ALONE.add(function.__name__)
 

@@ -11,7 +11,15 @@ import re
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from graders.hidden_tests import STUB_MARK
+
 SCHEMA_VERSION = 3   # nbgrader's cell metadata schema
+# nbgrader picks a release's solution stub by the notebook's kernelspec "language" (``ClearSolutions.code_stub``
+# in nbgrader_config.py): the CUDA tracks' notebooks, whose solution regions are all CUDA C++ kernel bodies
+# inside Python strings, are marked with this language so that their stub is a C++ comment that compiles.
+# The kernel is Python 3 all the same (jupyter and nbgrader start kernels by the kernelspec's name).
+CUDA_LANGUAGE = "cuda-c++"
+CUDA_STUB = f"{STUB_MARK}: write this kernel's body (the step above says what it computes)"
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
@@ -37,10 +45,13 @@ def locked(source: str, grade_id: str) -> nbformat.NotebookNode:
     return new_code_cell(source, metadata=_nbgrader(grade_id, locked=True))
 
 
-def hidden_test(call: str, grade_id: str, points: float, what: str) -> nbformat.NotebookNode:
-    """A graded cell: one call to a registered hidden test (`graders.hidden_tests`), hidden from students."""
+def graded_test(public: str, call: str, grade_id: str, points: float, what: str) -> nbformat.NotebookNode:
+    """A graded cell: the ``public`` test, which the student sees and which raises when it fails (so
+    ``nbgrader validate`` fails), then one call to a registered hidden test (`graders.hidden_tests`) between
+    nbgrader's hidden-test markers. Only the hidden call is graded: the trusted grader makes it and replaces
+    the cell's output."""
     plural = "" if points == 1 else "s"
-    source = (f"# Hidden test: {what} ({points:g} point{plural})\n### BEGIN HIDDEN TESTS\n{call}\n"
+    source = (f"# Graded ({points:g} point{plural}): {what}.\n{public}\n### BEGIN HIDDEN TESTS\n{call}\n"
               "### END HIDDEN TESTS")
     return new_code_cell(source, metadata=_nbgrader(grade_id, grade=True, locked=True, points=points))
 
@@ -49,17 +60,24 @@ def cuda_kernel_cells(assignment: str, kernel, *, extra: str = "", launch: str =
                       score_call: str | None = None) -> list[nbformat.NotebookNode]:
     """One CUDA kernel's cells after its statement: the solution cell (``<id>_src``, its reference as
     `cuda_solution_source`, then the ``extra`` lines), the read-only ``<id>_check`` cell (compiles, no GPU
-    needed) and the hidden ``<id>_score`` cell (correctness and speed).
+    needed; `graders.cuda_engine.grade.check`) and the graded ``<id>_score`` cell (public: it compiles;
+    hidden: correctness and speed).
 
     ``kernel`` is the spec's `graders.cuda_engine.spec.KernelSpec`; ``launch`` is appended to the arguments of
-    both calls (``", block=best_block"``); ``score_call`` replaces the hidden test's ``score(...)`` call.
+    every call (``", block=best_block"``); ``score_call`` replaces the hidden test's ``score(...)`` call.
     """
     kid = kernel.id
     source = cuda_solution_source(f"{kid}_src", kernel.reference.read_text()) + (f"\n{extra}" if extra else "")
     call = score_call or f"score({assignment!r}, {kid!r}, {kid}_src{launch})"
     return [solution(source, kid),
-            locked(f"check_compiles({assignment!r}, {kid!r}, {kid}_src{launch})", f"{kid}_check"),
-            hidden_test(call, f"{kid}_score", kernel.points, "correctness and speed")]
+            locked(f"check({assignment!r}, {kid!r}, {kid}_src{launch})", f"{kid}_check"),
+            graded_test(assert_compiles(assignment, kid, launch), call, f"{kid}_score", kernel.points,
+                        "correctness and speed, on the GPU worker")]
+
+
+def assert_compiles(assignment: str, kernel_id: str, launch: str = "") -> str:
+    """The public test of a CUDA kernel's graded cells: it compiles (all a machine without a GPU can check)."""
+    return f"assert_compiles({assignment!r}, {kernel_id!r}, {kernel_id}_src{launch})"
 
 
 NUMBA_TARGET = """import os
@@ -81,9 +99,10 @@ def numba_setup(imports: str) -> str:
     return f"{NUMBA_TARGET}\n{imports.strip()}\n\n{NUMBA_TARGET_SAID}"
 
 
-def notebook(cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
+def notebook(cells: list[nbformat.NotebookNode], language: str = "python") -> nbformat.NotebookNode:
+    """A notebook of ``cells`` for the Python 3 kernel; ``language`` picks nbgrader's solution stub."""
     nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                               "language": "python"},
+                                               "language": language},
                                 "language_info": {"name": "python"}})
     nb.cells = cells
     return nb
@@ -91,14 +110,14 @@ def notebook(cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
 
 def cuda_solution_source(variable: str, reference: str) -> str:
     """``<variable> = r\"\"\"...\"\"\"``: a CUDA reference file as a solution cell, the body of its ``extern "C"``
-    kernel between nbgrader's solution markers (leading ``//`` comment lines dropped)."""
+    kernel between nbgrader's solution markers, indented like the body (leading ``//`` comment lines dropped)."""
     lines = reference.rstrip("\n").split("\n")
     while lines and lines[0].startswith("//"):
         lines.pop(0)
     start = next(i for i, line in enumerate(lines) if line.startswith('extern "C"'))
     open_at = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("{"))
     close_at = max(i for i, line in enumerate(lines) if line.rstrip() == "}")
-    body = [*lines[:open_at + 1], "### BEGIN SOLUTION", *lines[open_at + 1:close_at], "### END SOLUTION",
+    body = [*lines[:open_at + 1], "    ### BEGIN SOLUTION", *lines[open_at + 1:close_at], "    ### END SOLUTION",
             *lines[close_at:]]
     return f'{variable} = r"""\n' + "\n".join(body) + '\n"""'
 

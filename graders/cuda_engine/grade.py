@@ -13,6 +13,9 @@
   that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
   and silences warnings.
 - `check_compiles` is for students without a GPU: it compiles in-process and reports registers and spills.
+  A kernel's check cell calls `check` (one line, never a traceback: the compiler's messages about the
+  student's lines, or "not written yet" for the untouched stub); its graded cell's public part calls
+  `assert_compiles`, which raises instead, so ``nbgrader validate`` fails on a kernel that does not compile.
 
 ``WORKSHOP_PERF_BUDGET_S`` (seconds), when set, replaces the spec's ``time_budget_s`` as the timing budget
 of each kernel (an explicit ``budget_s`` still wins): the GPU test of the nbgrader pipeline uses it to grade
@@ -31,11 +34,11 @@ from pathlib import Path
 
 from graders import settings
 from graders.cuda_engine import counters, sanitizer
-from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, compile_cuda, resources_summary
+from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, CompileError, compile_cuda, resources_summary
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.gpu import detect_gpu, require_gpu
-from graders.hidden_tests import hidden_test
+from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, still_the_stub
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 
@@ -46,7 +49,7 @@ SPEED_NOT_CREDITED = frozenset({Status.IMPLAUSIBLE, Status.UNMET})
 STARTUP_S = 90.0   # child start: torch import, CUDA start, compile, checks before and after timing
 
 
-class KernelFailed(AssertionError):
+class KernelFailed(TestFailed):
     """A kernel failed its hidden test; the message says why."""
 
 
@@ -205,14 +208,51 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
 def check_compiles(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None,
                    params=None) -> dict:
     """Compile one kernel as the grader will (no GPU needed); print its resources, raise `CompileError`."""
+    resources, line = _compile(assignment, kernel_id, source, block, tile, params)
+    print(line)
+    return resources
+
+
+def _compile(assignment: str | Path, kernel_id: str, source: str, block, tile, params) -> tuple[dict, str]:
+    """(each kernel's resources, one line for the student) of one kernel compiled as the grader will."""
     kernel = load_spec(assignment).kernel(kernel_id)
     geometry = resolve_geometry(kernel, block, tile, params)
     gpu = detect_gpu()
     compiled = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(),
                             arch=gpu.arch if gpu else DEFAULT_ARCH)
     usage = compiled.resources.get(kernel.function, UNKNOWN)   # ptxas's report is best-effort
-    print(f"{kernel.function} compiles for {compiled.arch}: {usage.summary()}. "
-          f"Block {geometry.block[0]}x{geometry.block[1]} threads, tile {geometry.tile[0]}x{geometry.tile[1]}"
-          + "".join(f", {k} = {v}" for k, v in geometry.params) + ". "
-          "Correctness and speed are checked on the GPU worker.")
-    return compiled.resources_dict()
+    return compiled.resources_dict(), (
+        f"{kernel.function} compiles for {compiled.arch}: {usage.summary()}. "
+        f"Launched as <<<grid, ({geometry.block[0]}, {geometry.block[1]})>>>, a {geometry.tile[0]} x "
+        f"{geometry.tile[1]} tile per block" + "".join(f", {k} = {v}" for k, v in geometry.params) + ". "
+        "Correctness and speed are checked on the GPU worker.")
+
+
+def _unwritten_line(kernel_id: str) -> str:
+    return f"{kernel_id}: not written yet (its body is still the stub's comment)"
+
+
+def check(assignment: str | Path, kernel_id: str, source: str, **launch) -> None:
+    """A kernel's check cell: what `check_compiles` prints, or one line saying it is not written yet, or the
+    compiler's messages about the student's lines; never raises."""
+    if still_the_stub(source):
+        print(_unwritten_line(kernel_id))
+        return
+    try:
+        check_compiles(assignment, kernel_id, source, **launch)
+    except CompileError as exc:
+        print(f"{kernel_id}: {exc}")
+
+
+def assert_compiles(assignment: str | Path, kernel_id: str, source: str, **launch) -> None:
+    """The public part of a kernel's graded cells: `KernelFailed` unless it is written and compiles."""
+    if autograding_in_notebook():
+        print(f"{kernel_id}: not checked here while autograding; the hidden tests grade it.")
+        return
+    if still_the_stub(source):
+        raise KernelFailed(_unwritten_line(kernel_id))
+    try:
+        _compile(assignment, kernel_id, source, launch.get("block"), launch.get("tile"), launch.get("params"))
+    except CompileError as exc:
+        raise KernelFailed(f"{kernel_id}: {exc}") from None
+    print(f"✓ {kernel_id} compiles; correctness and speed are checked on the GPU worker.")

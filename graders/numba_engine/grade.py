@@ -1,6 +1,7 @@
-"""Puzzle grading: ``check`` (the student's self-check), ``grade_correctness`` and ``grade_limits`` (the
-hidden tests, see `graders.hidden_tests`: during ``nbgrader autograde`` the trusted grader calls them with
-the kernel parsed from the submitted file).
+"""Puzzle grading: ``check`` (the student's self-check), ``assert_correct`` and ``assert_within_limits`` (the
+public part of each graded cell: they raise when the public check fails, so ``nbgrader validate`` fails),
+``grade_correctness`` and ``grade_limits`` (the hidden tests, see `graders.hidden_tests`: during ``nbgrader
+autograde`` the trusted grader calls them with the kernel parsed from the submitted file).
 
 Each call sends the kernel's source to a fresh child process (see `graders.sandbox.run`) with a wall-clock
 limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A failed hidden test
@@ -23,9 +24,10 @@ import threading
 
 from graders import settings
 from graders.gpu import detect_gpu
-from graders.hidden_tests import hidden_test
+from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test
 from graders.numba_engine import catalogue
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
+from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import run_child
 
@@ -34,7 +36,7 @@ SIM_MEMORY_BYTES = 4 << 30  # address-space cap of a simulator child
 CORRECT = (Status.OK, Status.LIMITS)   # the outputs were right (the limits are graded on their own)
 
 
-class PuzzleFailed(AssertionError):
+class PuzzleFailed(TestFailed):
     """A puzzle's hidden test failed; the message says why."""
 
 
@@ -127,27 +129,69 @@ def grade_limits(puzzle_id: str, kernel) -> None:
     print(f"{puzzle_id}: within the access limits ({catalogue.get(puzzle_id).limits.describe()})")
 
 
-def check(puzzle_id: str, kernel) -> bool:
-    """The student's self-check on the public cases: prints the same messages as the hidden tests.
+def _failure(run: GradeResult) -> str:
+    """What the student reads about a failed public run: one line, without a case for an untouched stub."""
+    return run.message if run.message == NOT_WRITTEN else run.failure_line()
 
-    Skipped while nbgrader autogrades (it sets ``NBGRADER_EXECUTION=autograde``): the hidden tests grade.
-    """
-    puzzle = catalogue.get(puzzle_id)
-    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-        print(f"{puzzle.title}: self-check skipped while autograding; the hidden tests below grade it.")
-        return True
+
+def _public(puzzle_id: str, kernel) -> tuple[GradeResult, GradeResult | None]:
+    """(the public run, the public access count or None while the kernel is not correct)."""
     run = _run(puzzle_id, kernel, "public", target())
     if run.status not in CORRECT:
-        print(f"✗ {puzzle.title}: {run.failure_line()}")
-        return False
-    limits = run if run.target == "sim" else _limits_run(puzzle_id, kernel, "public")
+        return run, None
+    return run, run if run.target == "sim" else _limits_run(puzzle_id, kernel, "public")
+
+
+def _skipped(puzzle_id: str) -> bool:
+    """While nbgrader autogrades, the notebook's own checks only say that the hidden tests grade."""
+    if autograding_in_notebook():
+        print(f"{catalogue.get(puzzle_id).title}: not checked here while autograding; the hidden tests grade it.")
+        return True
+    return False
+
+
+def check(puzzle_id: str, kernel) -> None:
+    """The student's self-check on the public cases: prints the same messages as the hidden tests."""
+    if _skipped(puzzle_id):
+        return
+    puzzle = catalogue.get(puzzle_id)
+    run, limits = _public(puzzle_id, kernel)
+    if limits is None:
+        print(f"✗ {puzzle.title}: {_failure(run)}")
+        return
     print(f"✓ {puzzle.title}: correct on the {run.cases} public case(s) ({target_name(run.target)})")
     if limits.status not in CORRECT:
         print(f"✗ access limits could not be counted in the simulator: {limits.failure_line()}")
-        return False
-    if not limits.ok:
+    elif not limits.ok:
         print(f"✗ {limits.failure_line()}")
-        return False
-    print(f"✓ access limits: {puzzle.limits.describe()}")
-    print("  Hidden tests use fresh random inputs and more sizes.")
-    return True
+    else:
+        print(f"✓ access limits: {puzzle.limits.describe()}")
+        print("  Hidden tests use fresh random inputs and more sizes.")
+
+
+def assert_correct(puzzle_id: str, kernel) -> None:
+    """A graded cell's public test: `PuzzleFailed` unless the kernel is correct on the public cases."""
+    if _skipped(puzzle_id):
+        return
+    title = catalogue.get(puzzle_id).title
+    run, _ = _public(puzzle_id, kernel)
+    if run.status not in CORRECT:
+        raise PuzzleFailed(f"{title}: {_failure(run)}")
+    print(f"✓ {title}: correct on the public case(s); graded on fresh inputs and more sizes")
+
+
+def assert_within_limits(puzzle_id: str, kernel) -> None:
+    """A graded cell's public test: `PuzzleFailed` unless the kernel is correct and within its access limits
+    on the public cases."""
+    if _skipped(puzzle_id):
+        return
+    puzzle = catalogue.get(puzzle_id)
+    run, limits = _public(puzzle_id, kernel)
+    if limits is None:
+        raise PuzzleFailed(f"{puzzle.title}: access limits are graded once the kernel is correct: {_failure(run)}")
+    if limits.status not in CORRECT:
+        raise PuzzleFailed(f"{puzzle.title}: access limits could not be counted in the simulator: "
+                           f"{limits.failure_line()}")
+    if not limits.ok:
+        raise PuzzleFailed(f"{puzzle.title}: {limits.failure_line()}")
+    print(f"✓ {puzzle.title}: within the access limits ({puzzle.limits.describe()}) on the public case(s)")

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 Shape = tuple[int, ...]
-NOT_WRITTEN = "not written yet: replace `raise NotImplementedError()` with your code"   # an untouched stub
+NOT_WRITTEN = "not written yet (the stub raises NotImplementedError)"   # an untouched stub
 
 
 @dataclass(frozen=True)

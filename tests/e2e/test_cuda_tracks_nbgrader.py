@@ -1,5 +1,5 @@
-"""nbgrader and every CUDA track on a machine without a GPU: the released stubs are compile errors with a
-message, and an autograde stops before anything runs and records no scores. (What a release holds is
+"""nbgrader and every CUDA track on a machine without a GPU: the released stubs compile and say they are not
+written yet, and an autograde stops before anything runs and records no scores. (What a release holds is
 tested for every track in tests/tracks/test_tracks.py.)"""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from nbgrader.api import Gradebook
 from nbgrader.utils import is_grade, is_solution
 
 from graders import tracks
-from graders.cuda_engine.compile import CompileError
-from graders.cuda_engine.grade import check_compiles
+from graders.cuda_engine.grade import check, check_compiles
+from graders.notebook import CUDA_STUB
 from workshop import course as nbg
 from workshop import submissions
 
@@ -22,16 +22,21 @@ def course(request, tmp_path_factory):
     return nbg.Course(tmp_path_factory.mktemp(f"{request.param.name}-course"), request.param.name)
 
 
-def test_every_released_stub_fails_to_compile_with_a_message(course):
-    """nbgrader's stub (Python lines inside the C++ string) is a compile error, not a crash."""
+def test_every_released_stub_compiles_and_its_check_says_not_written_yet(course, capsys):
+    """The release's kernel body is a C++ comment (nbgrader's stub for the notebook's language): it compiles,
+    and its check says in one line that it is not written yet."""
     stubs = [c for c in course.release.cells if is_solution(c)]
     assert stubs
     for cell in stubs:
         kernel_id = cell.metadata.nbgrader["grade_id"]
+        assert f"    {CUDA_STUB}\n}}" in cell.source
         namespace: dict = {}
         exec(cell.source, namespace)
-        with pytest.raises(CompileError, match="Your CUDA code did not compile"):
-            check_compiles(course.assignment, kernel_id, namespace[f"{kernel_id}_src"])
+        launch = {k: namespace[f"{kernel_id}_{k}"] for k in ("block", "tile") if f"{kernel_id}_{k}" in namespace}
+        check_compiles(course.assignment, kernel_id, namespace[f"{kernel_id}_src"], **launch)
+        capsys.readouterr()
+        check(course.assignment, kernel_id, namespace[f"{kernel_id}_src"], **launch)
+        assert capsys.readouterr().out == f"{kernel_id}: not written yet (its body is still the stub's comment)\n"
 
 
 def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):

@@ -87,7 +87,8 @@ def test_reference_compiles_to_a_cubin_without_spills(kernel_id):
 def test_check_compiles_prints_the_launch_and_params(capsys):
     check_compiles("gemm", "warptiling", SPEC.kernel("warptiling").reference.read_text())
     out = capsys.readouterr()
-    assert "Block 16x16 threads, tile 256x128, BK = 8, WM = 64, WN = 64." in out.out and out.err == ""
+    assert "Launched as <<<grid, (16, 16)>>>, a 256 x 128 tile per block, BK = 8, WM = 64, WN = 64." in out.out
+    assert out.err == ""
 
 
 @pytest.mark.parametrize("path", [p for p in WRONG if "compile_error" not in tracks.expected_statuses(p)],
@@ -275,3 +276,15 @@ def test_grading_without_a_gpu_refuses_instead_of_scoring_zero(monkeypatch):
     with pytest.raises(NeedsGPUWorker):
         score_autotuned("gemm", SPEC.kernel("autotuned").reference.read_text(),
                         {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8})
+
+
+def test_hidden_tests_refuse_the_released_stub_without_compiling_it():
+    """An empty kernel meets "no spills" and compiles in every configuration: the stub must still score 0."""
+    from graders.hidden_tests import HIDDEN_TESTS, TestFailed
+    from graders.notebook import CUDA_STUB
+    stub = ('extern "C" __global__ void sgemm_blocktile2d(float* C, const float* A, const float* B, int M, int N, '
+            f'int K)\n{{\n    {CUDA_STUB}\n}}\n')
+    with pytest.raises(TestFailed, match="not written yet"):
+        HIDDEN_TESTS["check_sass"]("gemm", "blocktile2d_sass", stub)
+    with pytest.raises(TestFailed, match="not written yet"):
+        HIDDEN_TESTS["check_search"]("gemm", stub, {"BM": [64]}, {"BM": 64})

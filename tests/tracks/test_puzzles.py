@@ -1,11 +1,14 @@
 """Puzzle grading on the simulator: every reference passes, every known-wrong solution fails as it says."""
+import re
 import time
 
 import pytest
 
 from graders.numba_engine import catalogue
 from graders.numba_engine import grade as puzzle_grade
-from graders.numba_engine.grade import PuzzleFailed, check, grade_correctness, grade_limits
+from graders.numba_engine.grade import (PuzzleFailed, assert_correct, assert_within_limits, check, grade_correctness,
+                                        grade_limits)
+from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.tracks import expected_points
 from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
 from workshop.cells import read_cells
@@ -48,7 +51,8 @@ def test_known_wrong_solution_loses_exactly_what_it_says(path):
 def test_hard_coded_answer_passes_the_self_check_but_not_the_hidden_test(capsys):
     (_, source), = read_cells(SOLUTIONS / "wrong" / "map_hardcoded.py").items()
     kernel = run_cells(source)["map_kernel"]
-    assert check("map", kernel) is True
+    check("map", kernel)
+    assert capsys.readouterr().out.startswith("✓ Map: correct on the 1 public case(s)")
     with pytest.raises(PuzzleFailed, match=r"map: case .*: out\[\d\] = .*, expected"):
         grade_correctness("map", kernel)
 
@@ -60,11 +64,55 @@ def test_failure_names_the_constraint_and_the_counted_figure():
         grade_limits("pooling", kernel)
 
 
-def test_untouched_stub_scores_zero_with_a_hint():
-    kernel = run_cells("@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n"
-                       "    # YOUR CODE HERE\n    raise NotImplementedError()\n")["map_kernel"]
-    with pytest.raises(PuzzleFailed, match="stub is untouched"):
+STUB = ("@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n    # YOUR CODE HERE\n"
+        "    raise NotImplementedError()\n")
+
+
+def test_untouched_stub_scores_zero_and_is_not_written_yet_in_one_line(capsys):
+    kernel = run_cells(STUB)["map_kernel"]
+    with pytest.raises(PuzzleFailed, match=r"map: kernel_error \(hidden, seed \d+\): " + re.escape(NOT_WRITTEN)):
         grade_correctness("map", kernel)
+    check("map", kernel)
+    assert capsys.readouterr().out == f"✗ Map: {NOT_WRITTEN}\n"
+    with pytest.raises(PuzzleFailed) as failed:
+        assert_correct("map", kernel)
+    assert failed.value._render_traceback_() == [f"PuzzleFailed: Map: {NOT_WRITTEN}"]
+    with pytest.raises(PuzzleFailed, match=re.escape(f"Map: access limits are graded once the kernel is correct: "
+                                                     f"{NOT_WRITTEN}")):
+        assert_within_limits("map", kernel)
+
+
+def test_graded_cells_public_tests_pass_a_correct_kernel_and_name_a_wrong_one(capsys):
+    assert_correct("zip", run_cells(REFERENCE["zip"])["zip_kernel"])
+    assert_within_limits("zip", run_cells(REFERENCE["zip"])["zip_kernel"])
+    assert capsys.readouterr().out.splitlines() == [
+        "✓ Zip: correct on the public case(s); graded on fresh inputs and more sizes",
+        "✓ Zip: within the access limits (at most 2 global read(s) and 1 global write(s) per thread) on the "
+        "public case(s)"]
+    (_, source), = read_cells(SOLUTIONS / "wrong" / "zip_subtracts.py").items()
+    with pytest.raises(PuzzleFailed, match=re.escape("Zip: case 1 of 1 (public): a[4], b[4]; size = 4; <<<1, 4>>>: "
+                                                     "out[0] = ")):
+        assert_correct("zip", run_cells(source)["zip_kernel"])
+    (_, source), = read_cells(SOLUTIONS / "wrong" / "pooling_global_reads.py").items()
+    assert_correct("pooling", run_cells(source)["pool_kernel"])
+    with pytest.raises(PuzzleFailed, match=r"^Pooling: limits \(public\): over the access limits: threadIdx \(\d+, "
+                                           r"0, 0\) of blockIdx \(0, 0, 0\) made 3 global reads; the limit is 1"):
+        assert_within_limits("pooling", run_cells(source)["pool_kernel"])
+
+
+def test_printing_in_a_kernel_is_not_a_memory_access(capsys):
+    kernel = run_cells("@cuda.jit\ndef zip_kernel(out, a, b, size):\n    i = cuda.threadIdx.x\n"
+                       "    print('thread', i, 'of', size, a[i], b[i])\n    out[i] = a[i] + b[i]\n")["zip_kernel"]
+    grade_limits("zip", kernel)
+    assert_within_limits("zip", kernel)
+
+
+def test_a_simulator_thread_is_named_as_cuda_names_it():
+    kernel = run_cells("@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n"
+                       "    out[i] = a[i + 1] + 10\n")["map_kernel"]
+    with pytest.raises(PuzzleFailed, match=r"IndexError: threadIdx \(3, 0, 0\) of blockIdx \(0, 0, 0\): "
+                                           r"out-of-bounds read of a\[4\]"):
+        assert_correct("map", kernel)
 
 
 def test_hanging_kernel_is_stopped_at_the_time_limit():

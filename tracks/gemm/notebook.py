@@ -107,24 +107,26 @@ def build() -> nbformat.NotebookNode:
     structure = load_structure("gemm")
     tune = structure.autotune
     cells = [nb.markdown(INTRO),
-             nb.locked("from graders.cuda_engine.grade import check_compiles, score\n"
+             nb.locked("from graders.cuda_engine.grade import assert_compiles, check, score\n"
                        "from graders.cuda_engine.structure import check_sass, check_search, score_autotuned, "
                        "tune_launch", "setup")]
     for n, (kid, kernel) in enumerate(spec.kernels.items(), start=1):
         checks = [c for c in structure.checks.values() if c.kernel == kid]
         tuned = tune is not None and kid == tune.kernel
         cells.append(nb.markdown(_statement(n, kernel, spec, checks, tuned)))
+        launch = ", **tune_launch(autotuned_choice)" if tuned else ""
         if tuned:
             extra = (f"autotuned_space = {json.dumps(AUTOTUNE_SPACE)}\n"
                      f"autotuned_choice = {json.dumps(AUTOTUNE_CHOICE)}")
-            cells += nb.cuda_kernel_cells("gemm", kernel, extra=extra, launch=", **tune_launch(autotuned_choice)",
+            cells += nb.cuda_kernel_cells("gemm", kernel, extra=extra, launch=launch,
                                           score_call=f"score_autotuned('gemm', {kid}_src, autotuned_choice)")
         else:
             cells += nb.cuda_kernel_cells("gemm", kernel)
         for check in checks:
-            cells.append(nb.hidden_test(f"check_sass('gemm', {check.id!r}, {kid}_src)", check.id, check.points,
-                                        "structure"))
+            cells.append(nb.graded_test(nb.assert_compiles("gemm", kid, launch), f"check_sass('gemm', {check.id!r}, "
+                                        f"{kid}_src)", check.id, check.points, "structure"))
         if tuned:
-            cells.append(nb.hidden_test(f"check_search('gemm', {kid}_src, autotuned_space, autotuned_choice)",
+            cells.append(nb.graded_test(nb.assert_compiles("gemm", kid, launch),
+                                        f"check_search('gemm', {kid}_src, autotuned_space, autotuned_choice)",
                                         tune.check_id, tune.points, "the search space and the choice"))
-    return nb.notebook(cells)
+    return nb.notebook(cells, nb.CUDA_LANGUAGE)

@@ -62,7 +62,7 @@ def build() -> nbformat.NotebookNode:
     spec = load_spec("transpose")
     (correct,) = {k.points_correct for k in spec.kernels.values()}   # the intro states one value for all
     cells = [nb.markdown(INTRO.format(correct=correct)),
-             nb.locked("from graders.cuda_engine.grade import check_compiles, score", "setup")]
+             nb.locked("from graders.cuda_engine.grade import assert_compiles, check, score", "setup")]
     for n, (kid, kernel) in enumerate(spec.kernels.items(), start=1):
         cells.append(nb.markdown(_statement(n, kernel)))
         if kernel.student_geometry:
@@ -71,4 +71,4 @@ def build() -> nbformat.NotebookNode:
                                           launch=f", block={kid}_block, tile={kid}_tile")
         else:
             cells += nb.cuda_kernel_cells("transpose", kernel)
-    return nb.notebook(cells)
+    return nb.notebook(cells, nb.CUDA_LANGUAGE)

@@ -12,7 +12,7 @@ import nbformat
 
 from graders.cuda_engine.problems import Problem, problem
 from graders.cuda_engine.spec import KernelSpec, load_spec
-from graders.notebook import cuda_kernel_cells, leading_comment, locked, markdown, notebook
+from graders.notebook import CUDA_LANGUAGE, cuda_kernel_cells, leading_comment, locked, markdown, notebook
 
 TRACK = "vecadd"
 KIND = "vecadd"
@@ -41,7 +41,7 @@ between. A kernel that is wrong, writes outside `out`, crashes or hangs scores 0
 * Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
   shared memory and spills. Correctness and speed are checked on the GPU worker."""
 
-SETUP = "from graders.cuda_engine.grade import check_compiles, score"
+SETUP = "from graders.cuda_engine.grade import assert_compiles, check, score"
 
 
 def _launch(kernel: KernelSpec) -> str:
@@ -83,4 +83,4 @@ def build() -> nbformat.NotebookNode:
                                        launch=f", block={kid}_block, tile={kid}_tile")
         else:
             cells += cuda_kernel_cells(TRACK, kernel)
-    return notebook(cells)
+    return notebook(cells, CUDA_LANGUAGE)

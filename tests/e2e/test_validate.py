@@ -1,0 +1,86 @@
+"""``nbgrader validate`` tells the student the truth, for every assignment (real nbgrader, real kernels):
+it fails on the untouched stub and on a notebook with one wrong kernel, naming that kernel, and passes the
+reference. Puzzles run on the simulator; the CUDA tracks compile only (no GPU here), so there the wrong
+kernel is one that does not compile. The released CUDA stubs compile, and their check cells say so in one
+line each."""
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbgrader.utils import is_grade, is_solution
+
+from graders import tracks
+from workshop import course as nbg
+from workshop import submissions
+
+pytestmark = pytest.mark.slow
+TRACKS = tracks.all_tracks()
+FAILED = re.compile(r"VALIDATION FAILED ON (\d+) CELL\(S\)")
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    return nbg.make_course(tmp_path_factory.mktemp("validate-course"), [t.name for t in TRACKS])
+
+
+def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
+    """A whole notebook's answers with one kernel wrong, and that kernel's title or id."""
+    if track.engine == "numba":
+        return submissions.wrong_answers("zip_subtracts"), "Zip"
+    path = track.solutions / "wrong" / "compile_error.cu"
+    kernel = tracks.graded_kernel(path)
+    return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel
+
+
+def _validate(course, track: tracks.Track, name: str, answers: dict[str, str]) -> str:
+    release = nbformat.read(str(course / "release" / track.name / f"{track.name}.ipynb"), as_version=4)
+    path = course / "student" / track.name / f"{name}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(submissions.fill(release, answers), str(path))
+    return nbg.nbgrader(course, "validate", str(path)).stdout
+
+
+@pytest.mark.parametrize("track", TRACKS, ids=lambda t: t.name)
+def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(course, track):
+    release = nbg.release(course, track.name)
+    graded = [c for c in release.cells if is_grade(c)]
+
+    stub = _validate(course, track, "stub", {})
+    assert int(FAILED.search(stub).group(1)) == len(graded), stub
+    assert "not written yet" in stub and "Traceback" not in stub
+
+    answers, kernel = _wrong(track)
+    wrong = _validate(course, track, "wrong", answers)
+    assert FAILED.search(wrong), wrong
+    failed_cells = re.findall(r"The following cell failed:\n\n(.*?)\n\nThe error was:\n\n(.*?)\n\n", wrong, re.DOTALL)
+    assert failed_cells and "Traceback" not in wrong
+    for source, error in failed_cells:   # only the wrong kernel's graded cells, each naming it
+        assert re.search(rf"\b{kernel.lower()}\b", source.lower()), source
+        assert re.match(rf"\s*(PuzzleFailed|KernelFailed): {kernel}: ", error), error
+    if track.engine == "cuda":
+        assert "Your CUDA code did not compile" in wrong and re.search(r"line \d+: error", wrong)
+
+    reference = _validate(course, track, "reference", submissions.reference_answers() if track.engine == "numba"
+                          else submissions.cuda_answers(track.name))
+    assert "Success! Your notebook passes all the tests." in reference, reference
+
+
+@pytest.mark.parametrize("track", ["gemm", "transpose"])
+def test_untouched_cuda_stub_check_cells_print_one_line_and_no_traceback(course, track):
+    """The released notebook run in a real kernel: every check cell prints one line and raises nothing."""
+    release = nbg.release(course, track)
+    assert all("// YOUR CODE HERE" in c.source for c in release.cells if is_solution(c))
+    NotebookClient(release, timeout=120, allow_errors=True, resources={"metadata": {"path": str(course)}}).execute()
+    checks = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_check")]
+    assert checks
+    for cell in checks:
+        kernel = cell.metadata.nbgrader["grade_id"].removesuffix("_check")
+        assert {(o.output_type, o.get("name")) for o in cell.outputs} == {("stream", "stdout")}, cell.outputs
+        text = "".join(o.text for o in cell.outputs)
+        assert text == f"{kernel}: not written yet (its body is still the stub's comment)\n"
+    for cell in (c for c in release.cells if is_grade(c)):   # the graded cells' public test: the same line
+        (error,) = [o for o in cell.outputs if o.output_type == "error"]
+        assert error.ename == "KernelFailed" and len(error.traceback) == 1, error
