@@ -117,8 +117,6 @@ def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) 
                                                          "score": score_kernel(kernel, False, None).as_dict()})
 
 
-
-
 def _budget_from_env(default: float) -> float:
     return settings.perf_budget_s(default)
 
