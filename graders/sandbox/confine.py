@@ -24,7 +24,8 @@ SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the sandbox's main process, and
 kills whatever is left, removes the cgroup and exits with the same status (a signal as the same signal;
 a cap that stopped the sandbox says so on stderr in a ``[sandbox]`` line). If the supervisor itself is
 killed, bwrap's ``--die-with-parent`` takes the sandbox down and the next supervisor removes the cgroup
-left behind (`remove_stale_cgroups`). ``WORKSHOP_SANDBOX_CGROUPS=off`` makes it use the fallbacks (for
+left behind (`remove_stale_cgroups`). The supervisor runs in a session of its own, so it watches the process
+that started it (``--parent PID``) and stops the sandbox when that one is gone. ``WORKSHOP_SANDBOX_CGROUPS=off`` makes it use the fallbacks (for
 their tests).
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 PREFIX = "workshop-sandbox-"
 PROCESS_POLL_S = 0.05   # how often the processes are counted where no pids cgroup caps them
 UNWATCHED_S = 10.0
+PARENT_POLL_S = 0.5     # how often the supervisor looks for its parent where it cannot wait on a pidfd
 REFUSED = 125
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -298,7 +300,7 @@ def _tasks_of(uid: int) -> int:
 
 def _parse(argv: list[str]) -> tuple[dict, list[str]]:
     options: dict = {"memory": None, "memory_rlimit": "as", "cpu": None, "processes": None,
-                     "setenv": {}, "plain": False, "bwrap": False}
+                     "setenv": {}, "plain": False, "bwrap": False, "parent": os.getppid()}
     i = 0
     while argv[i] != "--":
         flag = argv[i]
@@ -308,7 +310,7 @@ def _parse(argv: list[str]) -> tuple[dict, list[str]]:
         elif flag == "--setenv":
             options["setenv"][argv[i + 1]] = argv[i + 2]
             i += 3
-        elif flag in ("--memory", "--cpu", "--processes"):
+        elif flag in ("--memory", "--cpu", "--processes", "--parent"):
             options[flag[2:]] = int(argv[i + 1])
             i += 2
         elif flag == "--memory-rlimit":
@@ -393,7 +395,7 @@ def main(argv: list[str]) -> None:
     watch = processes if processes and "pids" not in has and os.getuid() == 0 and options["bwrap"] else None
     if watch:
         _outrank_the_sandbox()
-    status = _supervise(pid, info_r, cgroup, cpu=cpu, watch_processes=watch)
+    status = _supervise(pid, info_r, cgroup, options["parent"], cpu=cpu, watch_processes=watch)
     _finish(status, cgroup, memory, bwrap=options["bwrap"])
 
 
@@ -435,10 +437,17 @@ class _Target:
         return None
 
 
-def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, *, cpu: int | None,
+def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, parent: int, *, cpu: int | None,
                watch_processes: int | None) -> int:
-    """Wait for the child and watch the caps; returns its wait status, or -SIGNAL when a cap killed it."""
+    """Wait for the child and watch the caps; returns its wait status, or -SIGNAL when a cap killed it.
+
+    The sandbox also ends when ``parent``, the process that started this supervisor, does (nbgrader killed, a
+    worker lost): the supervisor runs in a session of its own, so nothing else would stop it."""
     target = _Target(pid, info_r)
+    try:
+        parent_fd = os.pidfd_open(parent)
+    except (AttributeError, OSError):
+        parent_fd = None
     if info_r is not None:
         os.set_blocking(info_r, False)
 
@@ -475,6 +484,10 @@ def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, *, cp
     unwatched_since = time.monotonic()
     while True:
         timeout = None if pidfd is not None else PROCESS_POLL_S
+        if parent_fd is None:
+            timeout = PARENT_POLL_S if timeout is None else min(timeout, PARENT_POLL_S)
+        if os.getppid() != parent:
+            return stop(signal.SIGKILL, "the process that started the sandbox has ended, so the sandbox was stopped")
         if watch_processes:
             target.read_info()
             tasks = _sandbox_tasks(target.init_pid, watch_processes) if target.init_pid else None
@@ -492,7 +505,7 @@ def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, *, cp
                 return stop(signal.SIGXCPU, f"the sandbox's processes used up its CPU time ({cpu} s)")
             wait = max(0.02, min(1.0, (cpu - used) / ncpu))
             timeout = wait if timeout is None else min(timeout, wait)
-        readers = [fd for fd in (pidfd, target.info_r, oom) if fd is not None]
+        readers = [fd for fd in (pidfd, target.info_r, oom, parent_fd) if fd is not None]
         ready = select.select(readers, [], [], timeout)[0] if readers else time.sleep(timeout) or []
         if target.info_r in ready:
             target.read_info()

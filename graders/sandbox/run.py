@@ -147,6 +147,7 @@ def sandbox_argv(command: list[str], confinement: Confinement = Confinement(), *
         options += ["--processes", str(c.max_processes)]
     for name, value in (env or {}).items():
         options += ["--setenv", name, value]
+    options += ["--parent", str(os.getpid())]   # the sandbox ends with this process
     supervisor = [sys.executable, "-I", "-S", confine.__file__, *options]
     if not sandbox_enabled():
         return [*supervisor, "--plain", "--", *command]

@@ -260,6 +260,33 @@ def test_detached_grandchild_dies_when_the_sandbox_main_process_exits():
     assert time.monotonic() - start < 15
 
 
+STARTER = textwrap.dedent('''
+    import subprocess, sys, time
+    from graders.sandbox.run import Confinement, sandbox_argv
+    command = [sys.executable, "-c", "import time; time.sleep(300)", sys.argv[1]]
+    subprocess.Popen(sandbox_argv(command, Confinement()), start_new_session=True)
+    print("started", flush=True)
+    time.sleep(300)
+''')
+
+
+def test_the_sandbox_ends_with_the_process_that_started_it():
+    """nbgrader or a fleet worker killed outright: its sandboxes (each in a session of its own) go with it."""
+    marker = f"sandbox-test-{uuid.uuid4().hex}"
+    proc = subprocess.Popen([sys.executable, "-c", STARTER, marker], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 20
+        while not processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker), "the sandboxed process did not start"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert gone(marker, within_s=5.0), "the sandbox outlived the process that started it"
+
+
 DETACH_HANDLER = DETACH + textwrap.dedent('''
     def handle(request):
         detach(request["marker"])
