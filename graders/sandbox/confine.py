@@ -390,6 +390,10 @@ def main(argv: list[str]) -> None:
         except BaseException as exc:   # noqa: BLE001 (the child must never return into the caller)
             sys.stderr.write(f"[sandbox] cannot start {command[0]}: {exc}\n")
             os._exit(REFUSED)
+    try:
+        os.setpgid(pid, pid)   # as the child does: its group exists whichever of the two runs first
+    except OSError:            # the child has exec'd or exited already
+        pass
     if info_r is not None:
         os.close(info_w)
     watch = processes if processes and "pids" not in has and os.getuid() == 0 and options["bwrap"] else None
@@ -551,10 +555,11 @@ def _outrank_the_sandbox() -> None:
 
 
 def _kill_tree(pid: int, cgroup: SandboxCgroup | None) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    for kill in (os.killpg, os.kill):   # the group, and the child itself should it not lead one yet
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     if cgroup:
         for path in cgroup.paths():
             for task in _read(path / "cgroup.procs").split():
