@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from graders.cuda_engine import sass
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import load_spec
 from graders.gpu import detect_gpu
@@ -146,12 +147,12 @@ def ncu_profile(subjects: list[str], timeout_s: float = 240) -> str:
     """Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for ``subjects``
     (see `ncu_launch`) at PROFILE_SHAPE, as ncu prints them. Every kernel whose name looks like a GEMM's is
     profiled (ours are sgemm_*; cuBLAS's name its tile, e.g. sm90_xmma_gemm_* or *_sgemm_*)."""
-    ncu_binary = ncu.find_ncu()
+    ncu_binary = sass.find_tool("ncu")
     if not ncu_binary:
         return "ncu not found on this machine"
     sections = ("SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "SchedulerStats",
                 "WarpStateStats")
-    cmd = [ncu_binary, "--clock-control", "none", *(a for s in sections for a in ("--section", s)),
+    cmd = [str(ncu_binary), "--clock-control", "none", *(a for s in sections for a in ("--section", s)),
            "-k", "regex:gemm|xmma|cutlass|sm90",
            sys.executable, "-m", "benchmarks.gemm_bench", "--ncu-launch", *subjects,
            "--ncu-shape", label(PROFILE_SHAPE)]

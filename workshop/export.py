@@ -25,11 +25,10 @@ from nbgrader.plugins import CsvExportPlugin
 from gradebook.graded_on import KEY
 from graders import settings
 from graders.autograde import RESULTS_KEY
-from graders.cuda_engine.grade import SPEED_NOT_CREDITED
+from graders.cuda_engine.grade import CORRECT
 from graders.result import Status
 
 KEYS = ["assignment", "student_id"]
-TIMED_AND_CORRECT = SPEED_NOT_CREDITED | {Status.OK}
 
 
 def gradebook_url(course: Path) -> str:
@@ -53,7 +52,7 @@ def performance(results: list[dict]) -> dict[str, float]:
     columns = {}
     for result in results:
         timing = result.get("timing")
-        if timing and Status(result["status"]) in TIMED_AND_CORRECT:
+        if timing and Status(result["status"]) in CORRECT:
             k, unit = result["test"], timing["work_unit"]
             columns |= {f"{k}_ms": timing["kernel"]["median_s"] * 1e3,
                         f"{k}_G{unit}/s": timing["kernel"]["throughput"] / 1e9, f"{k}_ratio": timing["ratio"]}

@@ -13,7 +13,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from graders.cuda_engine.counters import METRICS, find_ncu, parse_csv
+from graders.cuda_engine.counters import METRICS, parse_csv
+from graders.cuda_engine.sass import find_tool
 from graders.settings import ROOT
 
 GEMM_BANK_METRICS = dict(zip(("ld", "st"), METRICS["shared_bank_conflicts"][0]))
@@ -46,12 +47,12 @@ def launch_kernel(kernel, geometry, shape) -> None:
 def measure(track: str, kernel_ids, shape, metrics, timeout_s: float) -> NcuRun:
     """Run ncu on this module's launch of the references ``kernel_ids`` of ``track`` at ``shape``."""
     from graders.cuda_engine.spec import load_spec
-    ncu = find_ncu()
+    ncu = find_tool("ncu")
     if not ncu:
         return NcuRun([], problem="ncu not found on this machine")
     spec = load_spec(track)
     names = "|".join(spec.kernel(k).function for k in kernel_ids)
-    command = [ncu, "--clock-control", "none", "--target-processes", "all", "--metrics", ",".join(metrics),
+    command = [str(ncu), "--clock-control", "none", "--target-processes", "all", "--metrics", ",".join(metrics),
                "--csv", "-k", f"regex:^({names})$", sys.executable, "-m", "workshop.ncu", track,
                "x".join(map(str, shape)), *kernel_ids]
     try:

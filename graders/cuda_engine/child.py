@@ -322,8 +322,9 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
             result["compile"] = bench.load(source, kernel.function)
         except CompileError as exc:
             return result | {"status": Status.COMPILE_ERROR, "message": str(exc)}
-        unmet = bench.sass_failures(kernel.function) if bench.problem.sass_requirements else []
+        unmet = []
         if bench.problem.sass_requirements:
+            unmet = bench.sass_failures(kernel.function)
             result["sass"] = {"requirements": list(bench.problem.sass_requirements), "unmet": unmet}
         phase = "checking correctness"
         result["checks"] = checks = []

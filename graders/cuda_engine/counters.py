@@ -8,16 +8,14 @@ and that reference, each launched once at the kernel's ``perf_shape`` in a sandb
 (`graders.cuda_engine.launch_child`) wrapped in ``ncu`` (only the named kernel is profiled), and says whether
 the student's count is at most ``at_most`` x the reference's.
 
-On a GPU worker ncu is required (``WORKSHOP_NCU``, else ``PATH``, else the CUDA toolkit); without it grading
-stops with `ProfilerMissing`.
+On a GPU worker ncu is required (found by `graders.cuda_engine.sass.find_tool`: ``WORKSHOP_NCU``, else
+``PATH``, else the CUDA toolkit); without it grading stops with `ProfilerMissing`.
 """
 from __future__ import annotations
 
 import csv
-import shutil
-from pathlib import Path
 
-from graders import settings
+from graders.cuda_engine.sass import find_tool
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec
 from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
@@ -30,7 +28,6 @@ METRICS = {
 }
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0
-CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/nsight-compute")
 
 
 class ProfilerMissing(NeedsGPUWorker):
@@ -39,14 +36,6 @@ class ProfilerMissing(NeedsGPUWorker):
 
 class ProfilingFailed(RuntimeError):
     """ncu gave no count: the grader's problem, not the kernel's."""
-
-
-def find_ncu() -> str | None:
-    override = settings.tool_override("ncu")
-    if override:
-        return override if Path(override).is_file() else None
-    return shutil.which("ncu") or next((str(Path(h) / "ncu") for h in CUDA_HOMES if (Path(h) / "ncu").is_file()),
-                                       None)
 
 
 def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
@@ -61,11 +50,12 @@ def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
 
 def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int:
     """``metric`` (a name of `METRICS`) of one launch of ``function``, as the child ``request`` launches it."""
-    binary = find_ncu()
+    binary = find_tool("ncu")
     if binary is None:
         raise ProfilerMissing("Nsight Compute (ncu) was not found on this GPU worker: install it or set WORKSHOP_NCU")
     names = METRICS[metric][0]
-    wrapper = (binary, "--clock-control", "none", "--metrics", ",".join(names), "--csv", "-k", f"regex:^{function}$")
+    wrapper = (str(binary), "--clock-control", "none", "--metrics", ",".join(names), "--csv", "-k",
+               f"regex:^{function}$")
     child = run_child(CHILD, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
     counts = parse_csv(child.stdout, names)
     row = next((v for k, v in counts.items() if k.split("(")[0] == function), None)

@@ -46,6 +46,7 @@ CHILD = "graders.cuda_engine.child"
 # correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
 # problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points
 SPEED_NOT_CREDITED = frozenset({Status.IMPLAUSIBLE, Status.UNMET})
+CORRECT = SPEED_NOT_CREDITED | {Status.OK}   # the kernel's results were right: it keeps its correctness points
 STARTUP_S = 90.0   # child start: torch import, CUDA start, compile, checks before and after timing
 
 
@@ -74,11 +75,19 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     result = result_from_child(child, spec, kernel, limit, seed)
-    if sanitize and settings.sanitize_enabled() and (result.ok or result.status in SPEED_NOT_CREDITED):
+    if sanitize and settings.sanitize_enabled() and result.status in CORRECT:
         result = sanitized(result, kernel, request, geometry)
-    if profile and kernel.counter and (result.ok or result.status in SPEED_NOT_CREDITED):
+    if profile and kernel.counter and result.status in CORRECT:
         result = counted(result, spec, kernel, request)
     return result
+
+
+def _rescored(result: GradeResult, kernel: KernelSpec, status: Status, message: str, *, correct: bool,
+              **details) -> GradeResult:
+    """``result`` with a new status and message, and ``details`` added: its correctness points only, or none."""
+    score = score_kernel(kernel, correct, 0.0)   # a ratio of 0 earns no speed points
+    return dataclasses.replace(result, status=status, message=message, points=score.total,
+                               details=result.details | details | {"score": score.as_dict()})
 
 
 def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, request: dict) -> GradeResult:
@@ -87,15 +96,11 @@ def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, reque
     try:
         measured = counters.measure(spec, kernel, request, _child_env())
     except counters.ProfilingFailed as exc:
-        return dataclasses.replace(result, status=Status.GRADER_ERROR, message=f"the grader failed: {exc}",
-                                   points=0.0, details=result.details | {
-                                       "score": score_kernel(kernel, False, None).as_dict()})
-    details = result.details | {"counter": measured}
+        return _rescored(result, kernel, Status.GRADER_ERROR, f"the grader failed: {exc}", correct=False)
     if not measured["failure"] or not result.ok:
-        return dataclasses.replace(result, details=details)
-    score = score_kernel(kernel, True, 0.0)
-    return dataclasses.replace(result, status=Status.UNMET, message=f"correct, but {measured['failure']}",
-                               points=score.total, details=details | {"score": score.as_dict()})
+        return dataclasses.replace(result, details=result.details | {"counter": measured})
+    return _rescored(result, kernel, Status.UNMET, f"correct, but {measured['failure']}", correct=True,
+                     counter=measured)
 
 
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
@@ -107,14 +112,10 @@ def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) 
     try:
         checked = sanitizer.sanitize(request, kernel, geometry, _child_env(), tools)
     except sanitizer.SanitizerFailed as exc:
-        return dataclasses.replace(result, status=Status.GRADER_ERROR, message=f"the grader failed: {exc}",
-                                   points=0.0, details=result.details | {
-                                       "score": score_kernel(kernel, False, None).as_dict()})
+        return _rescored(result, kernel, Status.GRADER_ERROR, f"the grader failed: {exc}", correct=False)
     if not checked["failure"]:
         return dataclasses.replace(result, details=result.details | {"sanitizer": checked})
-    return dataclasses.replace(result, status=Status.INCORRECT, message=checked["failure"], points=0.0,
-                               details=result.details | {"sanitizer": checked,
-                                                         "score": score_kernel(kernel, False, None).as_dict()})
+    return _rescored(result, kernel, Status.INCORRECT, checked["failure"], correct=False, sanitizer=checked)
 
 
 def _budget_from_env(default: float) -> float:
@@ -198,7 +199,7 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
     publish(result)
     print(report(result))
     sys.stdout.flush()
-    if not result.ok and result.status not in SPEED_NOT_CREDITED:
+    if result.status not in CORRECT:
         raise KernelFailed(f"{kernel_id}: {result.failure_line()}")
     return round(result.points, 4)
 

@@ -6,19 +6,17 @@ sandboxed child (`graders.cuda_engine.launch_child`) wrapped in compute-sanitize
 student's kernel (``--kernel-name``); `findings` reads its report. The launch is at `sanitize_shape`: a small
 check shape of the kernel (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
 
-On a GPU worker compute-sanitizer is required (``WORKSHOP_COMPUTE_SANITIZER``, else ``PATH``, else the CUDA
-toolkit); without it grading stops with `SanitizerMissing`. ``WORKSHOP_SANITIZE=off`` skips it (trusted local
-use).
+On a GPU worker compute-sanitizer is required (found by `graders.cuda_engine.sass.find_tool`:
+``WORKSHOP_COMPUTE_SANITIZER``, else ``PATH``, else the CUDA toolkit); without it grading stops with
+`SanitizerMissing`. ``WORKSHOP_SANITIZE=off`` skips it (trusted local use).
 """
 from __future__ import annotations
 
 import math
 import re
-import shutil
-from pathlib import Path
 
-from graders import settings
 from graders.cuda_engine.problems import Shape, problem
+from graders.cuda_engine.sass import find_tool
 from graders.cuda_engine.spec import Geometry, KernelSpec
 from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
@@ -26,7 +24,6 @@ from graders.sandbox.run import run_child
 TOOLS = ("memcheck", "racecheck", "initcheck")
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
-CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/cuda/bin")
 _ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)
 _RACES = re.compile(r"^=+ RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", re.MULTILINE)
 _FINDING = re.compile(r"^=+ ((?:Error: )?(?:Race reported|Invalid|Uninitialized|Out of bounds|Misaligned|"
@@ -35,16 +32,6 @@ _FINDING = re.compile(r"^=+ ((?:Error: )?(?:Race reported|Invalid|Uninitialized|
 
 class SanitizerMissing(NeedsGPUWorker):
     """This GPU worker has no compute-sanitizer: it cannot grade CUDA kernels completely."""
-
-
-def find_sanitizer() -> str | None:
-    override = settings.tool_override("compute-sanitizer")
-    if override:
-        return override if Path(override).is_file() else None
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    return next((str(p) for p in (Path(h) / "compute-sanitizer" for h in CUDA_HOMES) if p.is_file()), None)
 
 
 def sanitize_shape(kernel: KernelSpec, geometry: Geometry) -> Shape:
@@ -77,7 +64,7 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
 
     ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding or ''}``. Raises
     `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
-    binary = find_sanitizer()
+    binary = find_tool("compute-sanitizer")
     if binary is None:
         raise SanitizerMissing("compute-sanitizer was not found on this GPU worker: install the CUDA toolkit's "
                                "compute-sanitizer or set WORKSHOP_COMPUTE_SANITIZER (WORKSHOP_SANITIZE=off skips "
@@ -85,7 +72,7 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
     shape = sanitize_shape(kernel, geometry)
     found: dict[str, str] = {}
     for tool in tools:
-        wrapper = (binary, "--tool", tool, "--kernel-name", f"kns={kernel.function}", "--print-limit", "5",
+        wrapper = (str(binary), "--tool", tool, "--kernel-name", f"kns={kernel.function}", "--print-limit", "5",
                    "--error-exitcode", "0")
         child = run_child(CHILD, request | {"shape": list(shape)}, timeout_s=TIMEOUT_S, gpu=True,
                           wrapper=wrapper, env=env)

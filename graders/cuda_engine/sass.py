@@ -3,7 +3,8 @@
 Structural checks need no GPU: the grader compiles the student's source to a cubin (`graders.cuda_engine.compile`)
 and reads it with NVIDIA's ``cuobjdump`` (which calls ``nvdisasm``). Both come as pip wheels
 (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``, binaries under ``site-packages/nvidia/cu13/bin``);
-`find_tool` also looks at ``$WORKSHOP_CUOBJDUMP`` / ``$WORKSHOP_NVDISASM``, ``PATH`` and the CUDA toolkit.
+`find_tool` also looks at ``$WORKSHOP_CUOBJDUMP`` / ``$WORKSHOP_NVDISASM``, ``PATH`` and the CUDA toolkit;
+it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
 
 - `disassemble` gives each kernel's SASS text, `memory_ops` counts its memory instructions by kind and
   width (``LDG.E.128.CONSTANT`` is a 128-bit global load through the read-only path);
