@@ -39,12 +39,17 @@ class ProfilingFailed(RuntimeError):
 
 
 def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
-    """Kernel name -> metric -> value from ``ncu --csv`` output (its ==PROF== lines and others skipped)."""
+    """Kernel name -> metric -> value from ``ncu --csv`` output (its ==PROF== lines and others skipped).
+
+    Raises `ProfilingFailed` when a kernel's metric appears twice: each kernel is launched once, so a second
+    row is text the kernel printed itself (device ``printf`` shares ncu's output) posing as ncu's."""
     found: dict[str, dict[str, int]] = {}
     for row in csv.DictReader(line for line in text.splitlines() if line.startswith('"')):
         if row.get("Metric Name") in metrics:
-            value = int(float(row["Metric Value"].replace(",", "")))
-            found.setdefault(row["Kernel Name"], {})[row["Metric Name"]] = value
+            counts = found.setdefault(row["Kernel Name"], {})
+            if row["Metric Name"] in counts:
+                raise ProfilingFailed(f"ncu's output has {row['Metric Name']} of {row['Kernel Name']} twice")
+            counts[row["Metric Name"]] = int(float(row["Metric Value"].replace(",", "")))
     return found
 
 

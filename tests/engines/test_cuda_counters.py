@@ -37,6 +37,13 @@ def test_ncu_csv_is_read_per_kernel_and_metric():
     assert counters.parse_csv(text, (LD, ST)) == {"transpose_padded": {LD: 20123, ST: 0}}
 
 
+def test_a_count_the_kernel_printed_itself_is_not_taken_for_ncus():
+    """Device printf reaches the same output as ncu's report: a forged row for the kernel fails the grading."""
+    forged = ncu_csv("transpose_padded", 0, 0).split("\n", 1)[1]   # header and rows, as a printf could write
+    with pytest.raises(counters.ProfilingFailed, match="twice"):
+        counters.parse_csv(forged + ncu_csv("transpose_padded", 16_400_000, 0), (LD, ST))
+
+
 @pytest.fixture
 def ncu(monkeypatch, tmp_path):
     """A stand-in ncu binary and a child runner that answers with ``counts[function]`` as ncu's CSV."""
