@@ -17,17 +17,14 @@ import io
 
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
-from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from graders.autograde import RESULTS_KEY
+from graders.autograde import graded_cells, stored_results
 
 
 def timed_results(cell: NotebookNode) -> list[dict]:
     """The results stored in a graded cell that carry a timing."""
-    if not (utils.is_grade(cell) and not utils.is_solution(cell)):
-        return []
-    return [r for r in cell.metadata.get(RESULTS_KEY, {}).get("results", []) if r.get("timing")]
+    return [r for r in stored_results(cell) if r.get("timing")]
 
 
 def _rate(per_second: float, unit: str) -> str:
@@ -92,7 +89,7 @@ class PerformanceFeedback(NbGraderPreprocessor):
     """Adds each timed kernel's table under its graded cell, and the ladder's chart after the last one."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        timed = [(cell, timed_results(cell)) for cell in nb.cells]
+        timed = [(cell, timed_results(cell)) for cell in graded_cells(nb)]
         timed = [(cell, results) for cell, results in timed if results]
         for cell, results in timed:
             cell.outputs = cell.get("outputs", []) + [

@@ -204,8 +204,17 @@ def _outputs(text: str, *, points: float | None = None, error: Exception | None 
     return outputs
 
 
-def _graded_cells(nb: NotebookNode) -> list[NotebookNode]:
+RESULTS_KEY = "workshop"   # graded cells' metadata: {"results": [GradeResult.as_dict(), ...]}
+
+
+def graded_cells(nb: NotebookNode) -> list[NotebookNode]:
+    """The graded test cells: the ones whose outputs and ``metadata.workshop`` the trusted grader writes."""
     return [c for c in nb.cells if c.cell_type == "code" and utils.is_grade(c) and not utils.is_solution(c)]
+
+
+def stored_results(cell: NotebookNode) -> list[dict]:
+    """What `TrustedGrades` stored in a graded cell of an autograded notebook (see `graded_cells`)."""
+    return cell.metadata.get(RESULTS_KEY, {}).get("results", [])
 
 
 GRADING = "workshop_trusted_grading"   # the key of the running `_Grading` in nbgrader's resources
@@ -223,7 +232,7 @@ class StartTrustedGrading(NbGraderPreprocessor):
             require_gpu(f"Autograding {assignment}")   # before anything runs: no zeros recorded
         enter_trusted_grader()
         self._report_extra_files(resources)
-        resources[GRADING] = _Grading(_graded_cells(nb), Submission(nb), self.workers, self.log)
+        resources[GRADING] = _Grading(graded_cells(nb), Submission(nb), self.workers, self.log)
         return nb, resources
 
     def _report_extra_files(self, resources: dict) -> None:
@@ -241,9 +250,6 @@ class StartTrustedGrading(NbGraderPreprocessor):
                              ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""))
 
 
-RESULTS_KEY = "workshop"   # graded cells' metadata: {"results": [GradeResult.as_dict(), ...]}
-
-
 class TrustedGrades(NbGraderPreprocessor):
     """After the notebook ran: replace every graded test cell's outputs with the trusted verdict, and its
     ``metadata.workshop`` with ``{"results": [...]}``, what its hidden test graded (`GradeResult.as_dict`:
@@ -252,7 +258,7 @@ class TrustedGrades(NbGraderPreprocessor):
     def preprocess(self, nb: NotebookNode, resources: dict):
         grading = resources.pop(GRADING)
         grading.finish()
-        for cell in _graded_cells(nb):
+        for cell in graded_cells(nb):
             grade_id = cell.metadata["nbgrader"]["grade_id"]
             cell.outputs = grading.outputs[grade_id]
             cell.metadata[RESULTS_KEY] = {"results": grading.results.get(grade_id, [])}

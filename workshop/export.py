@@ -17,14 +17,13 @@ from pathlib import Path
 
 import nbformat
 import pandas as pd
-from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import CsvExportPlugin
 
 from gradebook.graded_on import KEY
 from graders import settings
-from graders.autograde import RESULTS_KEY
+from graders.autograde import graded_cells, stored_results
 from graders.cuda_engine.grade import CORRECT
 from graders.result import Status
 
@@ -73,9 +72,8 @@ def _submission_columns(coursedir: CourseDirectory, submission) -> dict:
         graded_on = nb.metadata.get(KEY, {}).get("graded_on")
         if graded_on:
             row["gpu"] = graded_on["gpu"] if graded_on["target"] == "gpu" else "simulator"
-        for cell in nb.cells:
-            if utils.is_grade(cell) and not utils.is_solution(cell):
-                row |= performance(cell.metadata.get(RESULTS_KEY, {}).get("results", []))
+        for cell in graded_cells(nb):
+            row |= performance(stored_results(cell))
     return row
 
 
