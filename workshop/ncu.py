@@ -33,15 +33,8 @@ class NcuRun:
 
 def launch_kernel(kernel, geometry, shape) -> None:
     """Launch ``kernel``'s reference once at ``shape`` with ``geometry`` (a `KernelSpec`, a `Geometry`)."""
-    import torch
-
-    from graders.cuda_engine.child import Harness
-    from graders.cuda_engine.problems import problem
-    harness = Harness(problem(kernel.kind), geometry, 0.25, seed=1)
-    harness.load(kernel.reference.read_text(), kernel.function)
-    _, out = harness.output(shape)
-    harness.launch(out, harness.inputs(shape), shape)
-    torch.cuda.synchronize()
+    from graders.cuda_engine.launch_child import launch_once
+    launch_once(kernel, geometry, kernel.reference.read_text(), shape, seed=1)
 
 
 def measure(track: str, kernel_ids, shape, metrics, timeout_s: float) -> NcuRun:

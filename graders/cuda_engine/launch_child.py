@@ -8,20 +8,27 @@ process watches the launch: compute-sanitizer (`graders.cuda_engine.sanitizer`) 
 from __future__ import annotations
 
 from graders.cuda_engine.child import Harness
-from graders.cuda_engine.problems import problem
-from graders.cuda_engine.spec import load_spec, resolve_geometry
+from graders.cuda_engine.problems import Shape, problem
+from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
+
+
+def launch_once(kernel: KernelSpec, geometry: Geometry, source: str, shape: Shape, *, seed: int,
+                memory_fraction: float = 0.25) -> None:
+    """Compile ``source`` as ``kernel`` with ``geometry`` and launch it once at ``shape``, on fresh inputs into a
+    guarded output, and wait for it (also what `workshop.ncu` profiles)."""
+    harness = Harness(problem(kernel.kind), geometry, memory_fraction, seed)
+    harness.load(source, kernel.function)
+    inputs = harness.inputs(shape)
+    _, out = harness.output(shape)
+    harness.synchronize()
+    harness.launch(out, inputs, shape)
+    harness.synchronize()
 
 
 def handle(request: dict) -> dict:
     kernel = load_spec(request["spec_path"]).kernel(request["kernel_id"])
     geometry = resolve_geometry(kernel, request.get("block"), request.get("tile"), request.get("params"))
     shape = tuple(request["shape"])
-    harness = Harness(problem(kernel.kind), geometry, float(request.get("memory_fraction", 0.25)),
-                      int(request["seed"]))
-    harness.load(request["source"], kernel.function)
-    inputs = harness.inputs(shape)
-    _, out = harness.output(shape)
-    harness.synchronize()
-    harness.launch(out, inputs, shape)
-    harness.synchronize()
+    launch_once(kernel, geometry, request["source"], shape, seed=int(request["seed"]),
+                memory_fraction=float(request.get("memory_fraction", 0.25)))
     return {"launched": list(shape)}
