@@ -42,20 +42,24 @@ def sanitize_shape(kernel: KernelSpec, geometry: Geometry) -> Shape:
     return several[0] if several else shapes[-1]
 
 
+class SanitizerFailed(RuntimeError):
+    """A tool's run did not finish: the grader's problem (the kernel passed the same launch without it)."""
+
+
 def findings(tool: str, report: str) -> str:
     """'' if compute-sanitizer's ``report`` counts no error, else the count and its first finding, in its words.
 
-    Racecheck's warnings (hazards it does not call errors) do not count."""
-    count = sum(int(n) for n in _ERRORS.findall(report) + _RACES.findall(report))
-    if not count:
+    Racecheck's warnings (hazards it does not call errors) do not count. A report without the tool's summary
+    line raises `SanitizerFailed`: the tool did not check the launch, which must not pass as clean. Text the
+    kernel printed itself can only add counts, never remove the tool's: the largest count is taken."""
+    counts = [int(n) for n in _ERRORS.findall(report) + _RACES.findall(report)]
+    if not counts:
+        raise SanitizerFailed(f"compute-sanitizer --tool {tool} printed no summary: {report[-500:]!r}")
+    if not max(counts):
         return ""
     first = _FINDING.search(report)
     line = first.group(1).strip() if first else "see the sanitizer's report"
-    return f"compute-sanitizer --tool {tool} found {count} error(s); the first: {line}"
-
-
-class SanitizerFailed(RuntimeError):
-    """A tool's run did not finish: the grader's problem (the kernel passed the same launch without it)."""
+    return f"compute-sanitizer --tool {tool} found {max(counts)} error(s); the first: {line}"
 
 
 def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[str, str],

@@ -53,10 +53,17 @@ CLEAN = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
                              "__global__ memory read of size 4 bytes"),
     ("racecheck", RACE_WARNING_ONLY, ""),
     ("memcheck", CLEAN, ""),
-    ("memcheck", "", ""),
+    ("memcheck", "========= ERROR SUMMARY: 0 errors\n" + MEMCHECK, "compute-sanitizer --tool memcheck found 2 "
+                 "error(s); the first: Invalid __global__ write of size 4 bytes"),   # a kernel's printf posing
 ])
 def test_a_report_is_read_in_the_tools_own_words(tool, report, expected):
     assert sanitizer.findings(tool, report) == expected
+
+
+@pytest.mark.parametrize("report", ["", "========= COMPUTE-SANITIZER\n", "ERROR SUMMARY: 0 errors\n"])
+def test_a_report_without_the_tools_summary_fails_the_grader_not_passes_the_kernel(report):
+    with pytest.raises(sanitizer.SanitizerFailed, match="printed no summary"):
+        sanitizer.findings("memcheck", report)
 
 
 @pytest.mark.parametrize("track, kernel_id, shape", [
