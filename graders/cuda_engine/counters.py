@@ -25,6 +25,8 @@ METRICS = {
     "shared_bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
                               "shared-memory bank conflicts"),
+    "ldmatrix_bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",),
+                                "shared-memory bank conflicts of ldmatrix"),
 }
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0

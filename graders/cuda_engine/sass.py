@@ -9,7 +9,8 @@ it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
 - `disassemble` gives each kernel's SASS text, `memory_ops` counts its memory instructions by kind and
   width (``LDG.E.128.CONSTANT`` is a 128-bit global load through the read-only path);
 - `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``);
-- `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...);
+- `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...), `opcode_count` any one opcode
+  (LDSM: ldmatrix, LDGSTS: cp.async);
 - `check` runs named requirements (`REQUIREMENTS`) and returns the failures as readable sentences.
 """
 from __future__ import annotations
@@ -200,11 +201,40 @@ def _no_tensor_cores(sass: str, usage: dict[str, int]) -> str:
             "TF32, 3xTF32 or other MMA tricks do not count here; they are the tensor-core track's subject")
 
 
+def _tensor_cores(sass: str, usage: dict[str, int]) -> str:
+    if tensor_core_ops(sass):
+        return ""
+    return ("it does not use tensor cores: its SASS has no tensor-core instruction (HMMA, HGMMA, ...), so its "
+            "products run on the FP32 pipes. Multiply with wmma or mma.sync")
+
+
+def opcode_count(sass: str, opcode: str) -> int:
+    """How many instructions of ``opcode`` (the mnemonic before its first dot, e.g. LDSM) the SASS holds."""
+    return sum(1 for mnemonic in _INSTRUCTION.findall(sass) if mnemonic.split(".")[0] == opcode)
+
+
+def _ldsm(sass: str, usage: dict[str, int]) -> str:
+    if opcode_count(sass, "LDSM"):
+        return ""
+    return ("its fragments are not loaded with ldmatrix: the SASS has no LDSM. Load each fragment from shared "
+            "memory with ldmatrix.sync.aligned (.trans for B)")
+
+
+def _ldgsts(sass: str, usage: dict[str, int]) -> str:
+    if opcode_count(sass, "LDGSTS"):
+        return ""
+    return ("its tiles are not copied with cp.async: the SASS has no LDGSTS (global to shared without passing "
+            "through registers). Copy each 16-byte chunk with cp.async.cg.shared.global")
+
+
 REQUIREMENTS = {
     "ldg128": (_ldg128, "128-bit global loads (LDG.E.128)"),
     "no_local": (_no_local, "no register spills or other local memory"),
     "lds128": (_vector_shared, "128-bit shared-memory loads (LDS.128)"),
     "no_tensor_cores": (_no_tensor_cores, "FP32 pipes only: no tensor-core instructions (HMMA, HGMMA, ...)"),
+    "tensor_cores": (_tensor_cores, "tensor-core instructions (HMMA, HGMMA, ...)"),
+    "ldsm": (_ldsm, "fragments loaded with ldmatrix (LDSM)"),
+    "ldgsts": (_ldgsts, "asynchronous global-to-shared copies (cp.async, LDGSTS)"),
 }
 
 
