@@ -7,15 +7,15 @@ from graders.tracks import Expectation, expected_points
 from workshop import submissions
 from workshop.cells import read_cells
 
-WRONG_DIR = submissions.PUZZLE_SOLUTIONS / "wrong"
 _SPEC = tracks.get("puzzles").assignment
 FULL_MARKS = {"correct": float(_SPEC["points_correct"]), "limits": float(_SPEC["points_limits"])}
 
 
-def all_mistakes() -> tuple[dict[str, str], dict[str, Expectation]]:
-    """Every known-wrong cell at once (each on its own puzzle) and the points their test cells must get."""
+def all_mistakes(folder: str = "wrong") -> tuple[dict[str, str], dict[str, Expectation]]:
+    """Every known-wrong cell of ``folder`` (``wrong``; ``racy``: right on a GPU by chance) at once, each on its
+    own puzzle, and the points their test cells must get."""
     answers, expected = submissions.reference_answers(), {}
-    for path in sorted(WRONG_DIR.glob("*.py")):
+    for path in sorted((submissions.PUZZLE_SOLUTIONS / folder).glob("*.py")):
         answers.update(read_cells(path))
         expected.update(expected_points(path))
     return answers, expected

@@ -62,26 +62,37 @@ def findings(tool: str, report: str) -> str:
     return f"compute-sanitizer --tool {tool} found {max(counts)} error(s); the first: {line}"
 
 
+def tool_binary():
+    """compute-sanitizer's path, or `SanitizerMissing`."""
+    binary = find_tool("compute-sanitizer")
+    if binary is None:
+        raise SanitizerMissing("compute-sanitizer was not found on this GPU worker: install the CUDA toolkit's "
+                               "compute-sanitizer or set WORKSHOP_COMPUTE_SANITIZER (WORKSHOP_SANITIZE=off skips "
+                               "it, for trusted local use only)")
+    return binary
+
+
+def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_name: str | None = None) -> str:
+    """Run the grading child ``child`` on ``request`` once under ``tool``: '' or its finding (`findings`).
+
+    ``kernel_name`` limits the tool to kernels whose name contains it. Raises `SanitizerMissing` without
+    compute-sanitizer, `SanitizerFailed` when the run does not finish."""
+    wrapper = (str(tool_binary()), "--tool", tool, *(("--kernel-name", f"kns={kernel_name}") if kernel_name else ()),
+               "--print-limit", "5", "--error-exitcode", "0")
+    run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
+    if not run.ok or "error" in run.answer:
+        raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({run.status}: "
+                              f"{run.message or run.answer.get('error', '')}) {run.stdout[-500:]}")
+    return findings(tool, run.stdout)
+
+
 def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[str, str],
              tools=TOOLS) -> dict:
     """Run the kernel of ``request`` (the grading child's request) once under each tool at `sanitize_shape`.
 
     ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding or ''}``. Raises
     `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
-    binary = find_tool("compute-sanitizer")
-    if binary is None:
-        raise SanitizerMissing("compute-sanitizer was not found on this GPU worker: install the CUDA toolkit's "
-                               "compute-sanitizer or set WORKSHOP_COMPUTE_SANITIZER (WORKSHOP_SANITIZE=off skips "
-                               "it, for trusted local use only)")
+    tool_binary()
     shape = sanitize_shape(kernel, geometry)
-    found: dict[str, str] = {}
-    for tool in tools:
-        wrapper = (str(binary), "--tool", tool, "--kernel-name", f"kns={kernel.function}", "--print-limit", "5",
-                   "--error-exitcode", "0")
-        child = run_child(CHILD, request | {"shape": list(shape)}, timeout_s=TIMEOUT_S, gpu=True,
-                          wrapper=wrapper, env=env)
-        if not child.ok or "error" in child.answer:
-            raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({child.status}: "
-                                  f"{child.message or child.answer.get('error', '')}) {child.stdout[-500:]}")
-        found[tool] = findings(tool, child.stdout)
+    found = {tool: run_tool(tool, CHILD, request | {"shape": list(shape)}, env, kernel.function) for tool in tools}
     return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), "")}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import sys
 
 import numpy as np
 from numba import config, cuda
@@ -182,8 +183,9 @@ def _compare(out: np.ndarray, expected: np.ndarray) -> str:
     unwritten = np.isnan(out) & ~np.isnan(expected)
     if unwritten.any():
         idx = _first(unwritten)
-        return (f"out[{_index_text(idx)}] was never written (still NaN), expected {expected[idx]:g}"
-                f" ({int(unwritten.sum())} of {out.size} positions unwritten)")
+        return (f"out[{_index_text(idx)}] is NaN, expected {expected[idx]:g}: never written, or computed from "
+                f"memory nothing wrote, which the grader fills with NaN ({int(unwritten.sum())} of {out.size} "
+                "positions NaN)")
     wrong = ~np.isclose(out, expected, rtol=1e-5, atol=1e-5)
     if wrong.any():
         idx = _first(wrong)
@@ -223,13 +225,33 @@ def _limit_violations(puzzle: Puzzle, case: Case, log: AccessLog) -> list[str]:
     return found
 
 
+class _PoisoningNumpy:
+    """numpy as the simulator's kernel API sees it, except that ``empty`` fills what it makes: shared and local
+    arrays start as NaN (integers as their largest value), as the GPU's memory never reliably starts as zero.
+    A kernel that reads memory no thread wrote is then wrong every time, not by chance."""
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype=float, *args, **kwargs) -> np.ndarray:
+        array = np.empty(shape, dtype, *args, **kwargs)
+        if np.issubdtype(array.dtype, np.floating):
+            array.fill(np.nan)
+        elif np.issubdtype(array.dtype, np.integer):
+            array.fill(np.iinfo(array.dtype).max)
+        return array
+
+
 def _track_shared_memory() -> None:
-    """Note each launch's ``cuda.shared`` manager, whose allocations show whether shared memory was used.
+    """Note each launch's ``cuda.shared`` manager, whose allocations show whether shared memory was used, and
+    poison new shared and local arrays (`_PoisoningNumpy`).
 
     (Wrapping ``cuda.shared.array`` itself would break the simulator, which tells allocations apart by
     the line of their caller.)"""
     from numba.cuda.simulator.kernelapi import FakeCUDAShared
 
+    sys.modules[FakeCUDAShared.__module__].np = _PoisoningNumpy()   # the module that defines it
     original = FakeCUDAShared.__init__
 
     def init(self, *args, **kwargs):

@@ -13,16 +13,20 @@ Each run is a `graders.result.GradeResult`. Hidden cases draw their inputs from 
 (`graders.result.hidden_seed`: ``WORKSHOP_SEED`` when set), and every failure message names it.
 
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
-simulator; ``sim`` does both in one simulator child. ``WORKSHOP_TARGET`` forces one; by default the GPU is
+simulator, whose verdict on the outputs and compute-sanitizer's also decide correctness there
+(`checked_beyond_the_gpu`; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in one simulator
+child. ``WORKSHOP_TARGET`` forces one; by default the GPU is
 used when one is found (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` is not set.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
 
 from graders import settings
+from graders.cuda_engine import sanitizer
 from graders.gpu import detect_gpu
 from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test
 from graders.numba_engine import catalogue
@@ -62,12 +66,17 @@ _runs: dict[tuple, GradeResult] = {}
 _run_locks: dict[tuple, threading.Lock] = {}   # one child per key, also when hidden tests run in threads
 
 
-def _run(puzzle_id: str, kernel, mode: str, on: str) -> GradeResult:
-    """``kernel`` is a live ``@cuda.jit`` dispatcher (in a notebook) or a `SubmittedKernel` (trusted grader)."""
+def _source(kernel) -> tuple[str, str]:
+    """(source, name) of a live ``@cuda.jit`` dispatcher (in a notebook) or a `SubmittedKernel` (trusted grader);
+    raises `KernelSourceError`."""
     if isinstance(kernel, SubmittedKernel):
-        return run_source(puzzle_id, kernel.source, kernel.name, mode, on)
+        return kernel.source, kernel.name
+    return kernel_source(kernel)
+
+
+def _run(puzzle_id: str, kernel, mode: str, on: str) -> GradeResult:
     try:
-        source, name = kernel_source(kernel)
+        source, name = _source(kernel)
     except KernelSourceError as exc:
         return GradeResult(puzzle_id, Status.REFUSED, str(exc), hidden=mode == "hidden", target=on)
     return run_source(puzzle_id, source, name, mode, on)
@@ -106,10 +115,47 @@ def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
     return _run(puzzle_id, kernel, mode, "sim")
 
 
+SIMULATOR_FAILURES = (Status.INCORRECT, Status.OOB_WRITE, Status.KERNEL_ERROR)   # the kernel's fault, not time
+
+
+def checked_beyond_the_gpu(puzzle_id: str, kernel, run: GradeResult) -> GradeResult:
+    """A correct GPU run held to two more checks, since a race or a read of memory no thread wrote can come out
+    right on a GPU by chance: the simulator's verdict on the same hidden cases (its shared and local memory
+    start as NaN, its threads run one at a time between barriers), then compute-sanitizer (`sanitizer_finding`).
+    Either failing makes the run incorrect, with its reason."""
+    sim = _limits_run(puzzle_id, kernel, "hidden")
+    if sim.status in SIMULATOR_FAILURES:
+        return dataclasses.replace(run, status=sim.status, case=sim.case, message=(
+            "right on the GPU, but not in numba-cuda's simulator, which fills memory no thread wrote with NaN and "
+            f"runs the threads one at a time between barriers (a race or an unwritten read): {sim.failure_line()}"))
+    if not settings.sanitize_enabled():
+        return run
+    finding = sanitizer_finding(puzzle_id, *_source(kernel), run.seed)
+    return dataclasses.replace(run, status=Status.INCORRECT, message=finding) if finding else run
+
+
+@functools.cache
+def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
+    """'' or the first finding of compute-sanitizer on the kernel's hidden cases on the GPU: memcheck, and
+    racecheck when it uses shared memory. (initcheck would find nothing: every device array the grader passes
+    is a copy of a host array.)"""
+    tools = ("memcheck", "racecheck") if "cuda.shared.array" in source else ("memcheck",)
+    request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
+               "target": "gpu"}
+    for tool in tools:
+        finding = sanitizer.run_tool(tool, "graders.numba_engine.child", request, {"NUMBA_ENABLE_CUDASIM": "0"})
+        if finding:
+            return finding
+    return ""
+
+
 @hidden_test
 def grade_correctness(puzzle_id: str, kernel) -> None:
-    """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`."""
+    """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`. On the GPU also
+    `checked_beyond_the_gpu`."""
     run = _run(puzzle_id, kernel, "hidden", target())
+    if run.target == "gpu" and run.status in CORRECT:
+        run = checked_beyond_the_gpu(puzzle_id, kernel, run)
     publish(run)
     if run.status not in CORRECT:
         raise PuzzleFailed(f"{puzzle_id}: {run.failure_line()}")

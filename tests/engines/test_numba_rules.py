@@ -259,8 +259,9 @@ def zip_kernel(out, a, b, size):
         out[i] = total
 """, seed=seed)
     assert run.status == Status.INCORRECT and run.case == "case 1 of 3"
-    assert run.message == (f"{case.describe(parameters(zip_))}: out[{zeros[0]}] was never written (still NaN), "
-                           f"expected 0 ({len(zeros)} of {case.out[0]} positions unwritten)")
+    assert run.message == (f"{case.describe(parameters(zip_))}: out[{zeros[0]}] is NaN, expected 0: never written, "
+                           "or computed from memory nothing wrote, which the grader fills with NaN "
+                           f"({len(zeros)} of {case.out[0]} positions NaN)")
 
 
 @pytest.mark.parametrize("puzzle", PUZZLES, ids=puzzle_ids)
@@ -275,8 +276,8 @@ def test_every_hidden_case_is_graded(puzzle):
     run = grade(puzzle, at_solution(REFERENCE[puzzle.id], f"if {scalar} == {last}:\n    return\n"))
     assert run.status == Status.INCORRECT and run.case == f"case {len(cases)} of {len(cases)}"
     n = math.prod(cases[-1].out)
-    assert re.fullmatch(re.escape(cases[-1].describe(parameters(puzzle))) + r": out\[.+\] was never written "
-                        rf"\(still NaN\), expected -?\d+ \({n} of {n} positions unwritten\)", run.message), run.message
+    assert re.fullmatch(re.escape(cases[-1].describe(parameters(puzzle))) + r": out\[.+\] is NaN, expected -?\d+: "
+                        rf"never written, .* \({n} of {n} positions NaN\)", run.message), run.message
 
 
 # --- exact values ---------------------------------------------------------------------------------------
@@ -422,4 +423,4 @@ def test_a_wrong_element_of_a_2d_output_is_named_as_the_student_indexes_it():
     out[1, 2] = 5
     assert _compare(out, expected).startswith("out[1, 2] = 5, expected 0")
     out[0, 1] = np.nan
-    assert _compare(out, expected).startswith("out[0, 1] was never written (still NaN), expected 0")
+    assert _compare(out, expected).startswith("out[0, 1] is NaN, expected 0: never written")

@@ -52,3 +52,9 @@ def test_each_mistake_costs_its_own_points_on_the_gpu(grading):
     expected = {k: v for k, v in expected.items() if not k.startswith("prefix_sum")}
     scores = grading.grade("mistakes", answers)
     assert not unmet(scores, expected)
+
+
+def test_racy_kernels_that_the_gpu_gets_right_by_chance_lose_their_points(grading):
+    answers, expected = all_mistakes("racy")
+    scores = grading.grade("racy", answers)
+    assert not unmet(scores, expected), scores

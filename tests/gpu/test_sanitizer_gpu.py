@@ -36,3 +36,26 @@ def test_a_clean_reference_keeps_its_points_under_every_tool(track, kernel_id):
     shared = result["compile"]["resources"][kernel.function]["shared_bytes"]
     assert set(tools) == ({"memcheck", "racecheck", "initcheck"} if shared != 0 else {"memcheck", "initcheck"})
     assert not any(tools.values()), tools
+
+
+def test_racecheck_reports_a_puzzle_kernel_without_a_barrier_between_tiles():
+    """The simulator already fails this kernel on a GPU worker; here compute-sanitizer sees the race itself."""
+    from puzzle_cells import SOLUTIONS, run_cells
+
+    from graders.numba_engine import grade as puzzle_grade
+    from graders.numba_engine.kernel_source import kernel_source
+    from workshop.cells import read_cells
+    cells = read_cells(SOLUTIONS / "racy" / "matmul_no_barrier_between_tiles.py")
+    source, name = kernel_source(run_cells(cells["matmul"])["matmul_kernel"])
+    finding = puzzle_grade.sanitizer_finding("matmul", source, name, 1)
+    print(finding)
+    assert finding.startswith("compute-sanitizer --tool racecheck found "), finding
+
+
+def test_a_clean_puzzle_kernel_is_silent_under_the_sanitizer():
+    from puzzle_cells import REFERENCE, run_cells
+
+    from graders.numba_engine import grade as puzzle_grade
+    from graders.numba_engine.kernel_source import kernel_source
+    source, name = kernel_source(run_cells(REFERENCE["matmul"])["matmul_kernel"])
+    assert puzzle_grade.sanitizer_finding("matmul", source, name, 1) == ""

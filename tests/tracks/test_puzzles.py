@@ -155,3 +155,35 @@ def test_guard_band_catches_any_write_past_the_array_even_nan():
     touched = grid.copy()
     touched[GUARD + 1, GUARD + 3] = 1.0  # out[1, 3]: one column past the end of row 1
     assert guard_violation(grid, touched) == (1, 3)
+
+
+RACY = sorted(SOLUTIONS.glob("racy/*.py"))
+
+
+@pytest.mark.parametrize("path", RACY, ids=lambda p: p.stem)
+def test_a_racy_kernel_that_a_gpu_gets_right_by_chance_fails_on_a_gpu_worker(path, monkeypatch):
+    """The GPU run is taken as correct (as the GPU measured it for these two patterns); the simulator's verdict on
+    the same hidden cases still fails it, before compute-sanitizer is needed."""
+    (puzzle_id, source), = read_cells(path).items()
+    kernel = run_cells(source)[catalogue.get(puzzle_id).kernel_name]
+    gpu_run = puzzle_grade.GradeResult(puzzle_id, puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
+    checked = puzzle_grade.checked_beyond_the_gpu(puzzle_id, kernel, gpu_run)
+    assert checked.status == puzzle_grade.Status.INCORRECT and checked.target == "gpu"
+    assert checked.message.startswith("right on the GPU, but not in numba-cuda's simulator, which fills memory no "
+                                      "thread wrote with NaN"), checked.message
+    assert expected_points(path) == {f"{puzzle_id}_correct": expected_points(path)[f"{puzzle_id}_correct"],
+                                     f"{puzzle_id}_limits": expected_points(path)[f"{puzzle_id}_limits"]}
+    assert expected_points(path)[f"{puzzle_id}_correct"].matches(0)
+
+
+def test_a_clean_kernel_on_a_gpu_worker_goes_on_to_compute_sanitizer(monkeypatch):
+    """The reference passes the simulator's check; then the sanitizer is required (none on this machine), unless
+    WORKSHOP_SANITIZE=off."""
+    from graders.cuda_engine.sanitizer import SanitizerMissing
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    gpu_run = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer")
+    with pytest.raises(SanitizerMissing, match="compute-sanitizer was not found"):
+        puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run)
+    monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
+    assert puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run) is gpu_run
