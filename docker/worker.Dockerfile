@@ -1,28 +1,21 @@
-# GPU grading worker: nbgrader + this package on a CUDA runtime image. Needs the NVIDIA container toolkit
-# (`docker run --gpus all`). Build from the repo root:
-#   docker build -f docker/worker.Dockerfile -t kernel-workshop-worker .
-#   docker run --gpus all --security-opt seccomp=unconfined -v "$PWD":/course -w /course \
-#       kernel-workshop-worker nbgrader autograde puzzles
-# Grading sandboxes student code with bubblewrap, which needs user namespaces: Docker's default seccomp
-# profile refuses them, hence the seccomp option (autograde stops with a message without it).
-# Not built in CI: the development machines have no Docker engine (see the closing notes of issue 3).
-FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04
-
-RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv bubblewrap \
-    && rm -rf /var/lib/apt/lists/*
-RUN python3 -m venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH
-
-WORKDIR /opt/kernel-workshop
-COPY pyproject.toml README.md ./
-COPY graders graders
-COPY gradebook gradebook
-COPY workshop workshop
-COPY tracks tracks
-COPY assignments assignments
-# torch's CUDA build (the worker needs it for buffers and the cuBLAS baseline), then the package itself.
-RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cu130 \
-    && pip install --no-cache-dir -e .
-RUN python -m ipykernel install --sys-prefix --name python3
-
-CMD ["nbgrader", "--help"]
+# A grading worker: `workshop worker` as the unprivileged user `workshop`, with the project installed at
+# /opt/kernel-workshop. The build context is made by docker/context.py: the code packages, nbgrader_config.py
+# and each track's grader files; no solutions (except the references a counter rule profiles, see
+# docker/README.md), no source notebooks, no gradebook. Submissions and their source notebooks arrive with
+# each task. Built by docker/build.sh; run through docker/compose.yaml, or:
+#   docker run --network host --security-opt seccomp=unconfined --security-opt systempaths=unconfined \
+#     -e WORKSHOP_BROKER_URL=redis://127.0.0.1:6379/0 kernel-workshop/worker workshop worker --sim --name=sim1@host
+# The grading sandbox (bubblewrap) needs user namespaces, which Docker's seccomp profile refuses, and mounts a
+# fresh /proc, which Docker's masked /proc paths forbid: hence both security options.
+ARG PYTHON_IMAGE=kernel-workshop/python:cpu
+FROM ${PYTHON_IMAGE}
+ARG UID=1000
+RUN useradd --create-home --uid "${UID}" --user-group workshop
+COPY . /opt/kernel-workshop
+RUN pip install --no-cache-dir --no-index --no-deps --no-build-isolation -e /opt/kernel-workshop \
+ && python -m ipykernel install --sys-prefix --name python3
+USER workshop
+WORKDIR /home/workshop
+# Generated-assignment templates, one per source version (workshop/fleet/isolated.py).
+ENV WORKSHOP_WORKER_CACHE=/home/workshop/.cache/workshop
+CMD ["workshop", "worker", "--sim"]
