@@ -1,0 +1,216 @@
+"""The tensor-core worklog without a GPU: the spec, the bf16gemm kind and its tolerance at its edges, every
+reference compiled for sm_90 with the SASS its step teaches, the known-wrong solutions' structural points."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graders import tracks
+from graders.cuda_engine import sass
+from graders.cuda_engine.compile import compile_cuda
+from graders.cuda_engine.grade import KernelFailed
+from graders.cuda_engine.problems import problem
+from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.structure import check_sass, load_structure
+
+TRACK = tracks.get("tensorcores")
+KIND = TRACK.problem_module()
+SPEC = load_spec("tensorcores")
+STRUCTURE_CHECKS = load_structure("tensorcores").checks
+WRONG = TRACK.wrong_solutions()
+ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling"]
+# what each step's SASS must hold beyond HMMA and no local memory: ldmatrix from step 3, cp.async from step 5
+TAUGHT = {"wmma": (), "wmma_smem": (), "mma": ("ldsm",), "swizzle": ("ldsm",), "pipeline": ("ldsm", "ldgsts"),
+          "warptiling": ("ldsm", "ldgsts")}
+
+needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
+                                      reason="needs cuobjdump and nvdisasm")
+
+
+# --- spec and problem ---------------------------------------------------------------------------------
+
+def test_spec_lists_the_six_steps_in_order():
+    assert list(SPEC.kernels) == ORDER
+    assert [k.reference.name for k in SPEC.kernels.values()] == [f"{kid}.cu" for kid in ORDER]
+    assert all(k.kind == "bf16gemm" and k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
+    assert SPEC.targets == "provisional" and SPEC.requires_gpu
+    assert SPEC.kernel("swizzle").counter.relative_to == "mma"
+
+
+def test_check_shapes_are_multiples_of_each_tile():
+    for kid, kernel in SPEC.kernels.items():
+        tile_x, tile_y = kernel.geometry.tile
+        depth = dict(kernel.geometry.params).get("BK", 16)
+        assert all(m % tile_y == 0 and n % tile_x == 0 and k % depth == 0 for m, n, k in kernel.check_shapes), kid
+        assert any(m != n for m, n, _ in kernel.check_shapes), kid
+
+
+def test_problem_kind():
+    kind = problem("bf16gemm")
+    assert kind.work((4096, 4096, 4096)) == 2 * 4096 ** 3 and kind.work_unit == "FLOP"
+    assert kind.grid((640, 128, 1056), (64, 64)) == (2, 10, 1)
+    assert kind.roof is None                       # the FP32 peak does not bound tensor cores
+    assert kind.sass_requirements == ("tensor_cores",)
+
+
+def test_inputs_are_bf16_and_fenced_with_nan():
+    a, b = problem("bf16gemm").make_inputs((48, 32, 16), torch.Generator().manual_seed(1))
+    assert a.dtype == b.dtype == torch.bfloat16 and a.shape == (48, 16) and b.shape == (16, 32)
+    for t in (a, b):
+        base = t.untyped_storage()
+        whole = torch.tensor([], dtype=torch.bfloat16).set_(base)
+        assert torch.isnan(whole[:KIND.INPUT_GUARD]).all() and torch.isnan(whole[-KIND.INPUT_GUARD:]).all()
+        assert not torch.isnan(t).any()
+
+
+# --- the tolerance -------------------------------------------------------------------------------------
+
+def _case(m: int, n: int, k: int, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=gen).bfloat16()
+    b = torch.randn(k, n, generator=gen).bfloat16()
+    return a, b, KIND._reference([a, b])
+
+
+def _accumulated(a, b, chunk: int, rounding) -> torch.Tensor:
+    """C summed chunk by chunk of K (each chunk's sum exact), the running sum rounded by ``rounding``."""
+    a, b = a.double(), b.double()
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float64)
+    for k0 in range(0, a.shape[1], chunk):
+        acc = rounding(acc + a[:, k0:k0 + chunk] @ b[k0:k0 + chunk])
+    return acc.float()
+
+
+def _to_fp32_toward_zero(x: torch.Tensor) -> torch.Tensor:
+    f = x.float()
+    return torch.where(f.double().abs() > x.abs(), torch.nextafter(f, torch.zeros_like(f)), f).double()
+
+
+@pytest.mark.parametrize("chunk", [1, 16], ids=["per-element", "per-k16"])
+@pytest.mark.parametrize("rounding", ["nearest", "toward-zero"])
+def test_fp32_accumulation_passes_at_k_4096(chunk, rounding):
+    """An fp32 accumulator passes whether it rounds or truncates (as tensor cores may), per product or per
+    16-deep MMA; measured here: relative Frobenius error at most 1.6e-5 (truncating each product), under 1e-4."""
+    a, b, expected = _case(64, 64, 4096)
+    round_fn = (lambda x: x.float().double()) if rounding == "nearest" else _to_fp32_toward_zero
+    assert KIND.bf16_gemm_mismatch(_accumulated(a, b, chunk, round_fn), expected) == ""
+
+
+@pytest.mark.parametrize("k", [32, 1024, 4096])
+def test_fp16_accumulation_is_rejected(k):
+    """The fp16_accumulate known-wrong kernel's arithmetic: each 32-deep slab summed in fp32, the running sum
+    kept in fp16."""
+    a, b, expected = _case(64, 64, k)
+    why = KIND.bf16_gemm_mismatch(_accumulated(a, b, 32, lambda x: x.half().double()), expected)
+    assert "relative Frobenius error" in why and "allowed 0.0001" in why
+
+
+def test_bf16_output_is_rejected():
+    a, b, expected = _case(64, 64, 1024)
+    assert "relative Frobenius error" in KIND.bf16_gemm_mismatch(expected.c.bfloat16().float(), expected)
+
+
+@pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
+def test_element_bound_edge(factor, ok):
+    a, b, expected = _case(64, 96, 256)
+    out = expected.c.float().clone()
+    bound = float(KIND.element_bound(256) * (a.double().abs() @ b.double().abs())[5, 7])
+    out[5, 7] = float(expected.c[5, 7]) + factor * bound
+    why = KIND.bf16_gemm_mismatch(out, expected)
+    assert (why == "") == ok, why
+    if not ok:
+        assert "1 of 6144 values outside the fp32-accumulation tolerance; first at C[5][7]" in why
+
+
+@pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
+def test_frobenius_edge(factor, ok):
+    a, b, expected = _case(64, 96, 1024)
+    out = (expected.c * (1 + factor * KIND.FROBENIUS_RTOL)).float()
+    why = KIND.bf16_gemm_mismatch(out, expected)
+    assert (why == "") == ok, why
+
+
+def test_nan_and_wrong_tiles_fail():
+    a, b, expected = _case(64, 64, 64)
+    out = expected.c.float().clone()
+    out[3, 4] = float("nan")
+    assert "1 of 4096 values are NaN" in KIND.bf16_gemm_mismatch(out, expected)
+    skipped = _accumulated(a[:, :48], b[:48], 16, lambda x: x)   # the last 16-deep tile of K skipped
+    assert "outside the fp32-accumulation tolerance" in KIND.bf16_gemm_mismatch(skipped, expected)
+    assert "outside" in KIND.bf16_gemm_mismatch(expected.c.float().T.contiguous(), expected)
+
+
+# --- compiled code ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled() -> dict:
+    found = {}
+    for kid, kernel in SPEC.kernels.items():
+        done = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,),
+                            defines=kernel.geometry.defines(), arch="sm_90")
+        found[kid] = done
+    return found
+
+
+@pytest.mark.parametrize("kernel_id", ORDER)
+def test_reference_compiles_for_sm_90_without_spills(compiled, kernel_id):
+    r = compiled[kernel_id].resources[SPEC.kernel(kernel_id).function]
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0
+    assert r.registers <= 255
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("kernel_id", ORDER)
+def test_reference_sass_shows_what_its_step_teaches(compiled, kernel_id):
+    function = SPEC.kernel(kernel_id).function
+    failures, _ = sass.check(compiled[kernel_id].cubin, function, ("tensor_cores", "no_local", *TAUGHT[kernel_id]))
+    assert failures == []
+    text = sass.disassemble(compiled[kernel_id].cubin)[function]
+    assert sass.tensor_core_ops(text).get("HMMA", 0) >= 8
+    if "ldsm" not in TAUGHT[kernel_id] and kernel_id == "wmma":
+        assert sass.opcode_count(text, "LDSM") == 0            # step 1 reads global memory only
+    if "ldgsts" not in TAUGHT[kernel_id]:
+        assert sass.opcode_count(text, "LDGSTS") == 0
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("check_id", sorted(STRUCTURE_CHECKS))
+def test_every_structural_check_passes_its_reference(check_id, capsys):
+    check = STRUCTURE_CHECKS[check_id]
+    assert check_sass("tensorcores", check_id, SPEC.kernel(check.kernel).reference.read_text()) == check.points
+    assert f"{check_id}: ok" in capsys.readouterr().out
+
+
+@needs_sass_tools
+def test_fp32_kernel_misses_the_tensor_core_requirement():
+    path = TRACK.solutions / "wrong" / "fp32_simt.cu"
+    kernel = SPEC.kernel("wmma")
+    done = compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+    failures, _ = sass.check(done.cubin, kernel.function, problem("bf16gemm").sass_requirements)
+    assert len(failures) == 1 and failures[0].startswith("it does not use tensor cores")
+
+
+@needs_sass_tools
+def test_missing_ldmatrix_and_cp_async_are_explained(compiled):
+    failures, _ = sass.check(compiled["wmma"].cubin, "tc_wmma", ("ldsm", "ldgsts"))
+    assert [f.split(":")[0] for f in failures] == ["its fragments are not loaded with ldmatrix",
+                                                   "its tiles are not copied with cp.async"]
+
+
+@pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
+def test_wrong_solutions_compile(path):
+    kernel = SPEC.kernel(tracks.graded_kernel(path))
+    compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("path", [p for p in WRONG if set(tracks.expected_points(p)) & set(STRUCTURE_CHECKS)],
+                         ids=lambda p: p.stem)
+def test_wrong_solutions_get_their_structural_points(path):
+    for check_id, expected in tracks.expected_points(path).items():
+        if check_id in STRUCTURE_CHECKS:
+            try:
+                points = check_sass("tensorcores", check_id, path.read_text())
+            except KernelFailed:
+                points = 0
+            assert expected.matches(points), f"{check_id}: {points:g} points, expected {expected}"

@@ -1,0 +1,117 @@
+"""The ``bf16gemm`` problem kind of the tensor-core worklog.
+
+Shape ``(M, N, K)``: ``C = A @ B`` with ``A`` (M x K) and ``B`` (K x N) bfloat16, both row-major, and ``C``
+(M x N) fp32, row-major, accumulated in fp32. Kernels are
+``(float* C, const bf16* A, const bf16* B, int M, int N, int K)``, where ``bf16`` is ``unsigned short``
+(the raw bits of a bfloat16: the grader's NVRTC has no ``cuda_bf16.h``, and the tensor-core instructions
+take packed 16-bit registers anyway). Timed against cuBLAS through ``torch.mm(A, B, out_dtype=float32)``:
+the same bf16 inputs, fp32 accumulation and fp32 output. Work in FLOPs (2 M N K).
+
+Tolerance (`bf16_gemm_mismatch`). The inputs are bf16 values; the reference is their product in float64.
+A product of two bf16 values (8-bit significands) is exact in fp32 (24 bits), so the only error of a kernel
+that accumulates in fp32 is its K - 1 additions: at most K u (|A| @ |B|)[i][j] with u = 2^-24 for
+round-to-nearest, and 2 K u for the truncating additions tensor cores may use inside an MMA. Every element
+must be within ``ELEMENT_FACTOR`` K u (|A| @ |B|)[i][j] (that bound with a factor 2 to spare), and the
+relative Frobenius error under ``FROBENIUS_RTOL``. An fp16 accumulator (u = 2^-11) misses both by orders of
+magnitude (`tests/tracks/test_tensorcores.py`), as do a wrong index or a skipped tile.
+
+No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
+runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graders.cuda_engine.problems import Problem, Shape, Tensor
+
+UNIT_ROUNDOFF = 2.0 ** -24   # fp32
+ELEMENT_FACTOR = 4.0         # the bound is ELEMENT_FACTOR * K * u * (|A| @ |B|): 2 for truncation, 2 to spare
+# A correct kernel's relative Frobenius error is about sqrt(K) u (1e-6 at K = 4096); an fp16 accumulator's
+# is about 1e-3 or more.
+FROBENIUS_RTOL = 1e-4
+INPUT_GUARD = 1 << 19        # NaN bf16 values fenced before and after A and B (1 MiB each side)
+
+
+@dataclass(frozen=True)
+class Bf16GemmExpected:
+    """The float64 product of the bf16 inputs and each element's error allowance."""
+
+    c: Tensor       # float64, M x N
+    bound: Tensor   # float64, M x N
+
+
+def element_bound(k: int) -> float:
+    """The allowed error of one element, as a multiple of (|A| @ |B|)[i][j], for inner dimension ``k``."""
+    return ELEMENT_FACTOR * k * UNIT_ROUNDOFF
+
+
+def _fenced_bf16(rows: int, cols: int, gen: Any) -> Tensor:
+    """A random bf16 rows x cols matrix inside a NaN-filled buffer: a read past either end gives NaN."""
+    import torch
+    buffer = torch.full((rows * cols + 2 * INPUT_GUARD,), float("nan"), device=gen.device, dtype=torch.bfloat16)
+    body = buffer[INPUT_GUARD:INPUT_GUARD + rows * cols]
+    body.copy_(torch.randn(rows * cols, generator=gen, device=gen.device, dtype=torch.float32))
+    return body.view(rows, cols)
+
+
+def _inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    m, n, k = shape
+    return [_fenced_bf16(m, k, gen), _fenced_bf16(k, n, gen)]
+
+
+def _reference(inputs: list[Tensor]) -> Bf16GemmExpected:
+    a, b = (t.double() for t in inputs)
+    return Bf16GemmExpected(a @ b, element_bound(a.shape[1]) * (a.abs() @ b.abs()) + 1e-30)
+
+
+def bf16_gemm_mismatch(out: Tensor, expected: Bf16GemmExpected) -> str:
+    """'' if fp32 ``out`` is the product within the tolerances above, else what is wrong (NaN always is)."""
+    import torch
+    c = expected.c
+    diff = out.double() - c
+    nan = torch.isnan(out)
+    bad = nan | ~(diff.abs() <= expected.bound)
+    norm = float(torch.linalg.vector_norm(c))
+    frob = float(torch.linalg.vector_norm(torch.where(nan, c, diff))) / norm if norm else 0.0
+    count = int(bad.sum())
+    if not count and frob <= FROBENIUS_RTOL:
+        return ""
+    parts = []
+    if int(nan.sum()):
+        i, j = (int(v) for v in nan.nonzero()[0])
+        parts.append(f"{int(nan.sum())} of {out.numel()} values are NaN (never written, or computed from a read "
+                     f"outside A or B, which are fenced with NaN), the first C[{i}][{j}]")
+    if count:
+        i, j = (int(v) for v in bad.nonzero()[0])
+        parts.append(f"{count} of {out.numel()} values outside the fp32-accumulation tolerance; first at "
+                     f"C[{i}][{j}]: expected {float(c[i, j]):.6g}, got {float(out[i, j]):.6g}")
+    parts.append(f"relative Frobenius error {frob:.3g} (allowed {FROBENIUS_RTOL:g}; an fp32 accumulator gives "
+                 f"about 1e-6)")
+    return "; ".join(parts)
+
+
+def _cublas_bf16(out: Tensor, inputs: list[Tensor]) -> None:
+    import torch
+    torch.mm(inputs[0], inputs[1], out_dtype=torch.float32, out=out)
+
+
+BF16_GEMM = Problem(
+    kind="bf16gemm",
+    signature="(float* C, const bf16* A, const bf16* B, int M, int N, int K)",
+    shape_names=("M", "N", "K"),
+    make_inputs=_inputs,
+    out_shape=lambda s: (s[0], s[1]),
+    reference=_reference,
+    baseline=_cublas_bf16,
+    baseline_name="cuBLAS bf16 GEMM (torch.mm, fp32 out)",
+    work=lambda s: 2 * s[0] * s[1] * s[2],
+    work_unit="FLOP",
+    sizes=lambda s: (s[0], s[1], s[2]),
+    grid=lambda s, tile: (-(-s[1] // tile[0]), -(-s[0] // tile[1]), 1),   # x over N (columns), y over M
+    compare=bf16_gemm_mismatch,
+    roof=None,
+    sass_requirements=("tensor_cores",),
+)
+
+PROBLEMS = [BF16_GEMM]
