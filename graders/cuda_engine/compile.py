@@ -114,6 +114,30 @@ def compile_cuda(source: str, *, kernels: tuple[str, ...] = (), defines: dict[st
     return Compiled(cubin, arch, resources_for(found, log, cubin), log, obj)
 
 
+def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str = DEFAULT_ARCH) -> str:
+    """``source`` compiled to PTX for ``arch`` (the text, inline assembly verbatim); raises `CompileError`.
+
+    Through NVRTC's own bindings: cuda.core asks the driver whether it could load the PTX, and a machine
+    without a GPU has none."""
+    from cuda.bindings import nvrtc
+    text = (header(defines or {}) + source).encode()
+    err, program = nvrtc.nvrtcCreateProgram(text, CELL_NAME.encode(), 0, [], [])
+    try:
+        options = [f"-arch={arch.replace('sm_', 'compute_')}".encode(), b"-std=c++17"]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, size = nvrtc.nvrtcGetProgramLogSize(program)
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(program, log)
+            raise CompileError(readable_error(log.decode(errors="replace")))
+        _, size = nvrtc.nvrtcGetPTXSize(program)
+        ptx = b" " * size
+        nvrtc.nvrtcGetPTX(program, ptx)
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return ptx.decode(errors="replace").replace("\x00", "")
+
+
 def _options(arch: str, no_cache: bool) -> ProgramOptions:
     extra = {"no_cache": True} if no_cache else {}
     return ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", ptxas_options="-v", **extra)

@@ -11,6 +11,8 @@ it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
 - `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``);
 - `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...), `opcode_count` any one opcode
   (LDSM: ldmatrix, LDGSTS: cp.async);
+- `ptx_opcodes` lists the instructions of the kernel's PTX, for the one requirement SASS cannot decide
+  (``mma_sync``: WMMA and mma.sync compile to the same HMMA and LDSM);
 - `check` runs named requirements (`REQUIREMENTS`) and returns the failures as readable sentences.
 """
 from __future__ import annotations
@@ -227,6 +229,33 @@ def _ldgsts(sass: str, usage: dict[str, int]) -> str:
             "through registers). Copy each 16-byte chunk with cp.async.cg.shared.global")
 
 
+_PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_PTX_PREFIX = re.compile(r"^(?:[$\w]+:\s*)?(?:@!?%?\w+\s+)?")   # a label, then a predicate
+_PTX_MNEMONIC = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*")
+
+
+def ptx_opcodes(ptx: str) -> set[str]:
+    """Every instruction mnemonic (with its modifiers, e.g. ``mma.sync.aligned.m16n8k16.row.col...``) in PTX
+    text, inline assembly included."""
+    found = set()
+    for statement in re.split(r"[;\n]", _PTX_COMMENT.sub("", ptx)):
+        words = _PTX_PREFIX.sub("", statement.strip(" \t{}")).split()
+        if words and _PTX_MNEMONIC.fullmatch(words[0]):
+            found.add(words[0])
+    return found
+
+
+def _mma_sync(ptx: str, usage: dict[str, int]) -> str:
+    opcodes = ptx_opcodes(ptx)
+    wmma = sorted({".".join(op.split(".")[:2]) for op in opcodes if op.startswith("wmma.")})
+    if wmma:
+        return (f"it uses WMMA ({', '.join(wmma)} in its PTX): this step asks for mma.sync, with fragments you "
+                "load (ldmatrix) and lay out yourself")
+    if not any(op.startswith("mma.sync") for op in opcodes):
+        return "its PTX has no mma.sync: multiply with mma.sync.aligned.m16n8k16 (inline PTX)"
+    return ""
+
+
 REQUIREMENTS = {
     "ldg128": (_ldg128, "128-bit global loads (LDG.E.128)"),
     "no_local": (_no_local, "no register spills or other local memory"),
@@ -235,15 +264,18 @@ REQUIREMENTS = {
     "tensor_cores": (_tensor_cores, "tensor-core instructions (HMMA, HGMMA, ...)"),
     "ldsm": (_ldsm, "fragments loaded with ldmatrix (LDSM)"),
     "ldgsts": (_ldgsts, "asynchronous global-to-shared copies (cp.async, LDGSTS)"),
+    "mma_sync": (_mma_sync, "tensor-core products through mma.sync, not WMMA (read from the PTX)"),
 }
+READS_PTX = {"mma_sync"}   # requirements checked on the kernel's PTX (`check`'s ``ptx``) rather than its SASS
 
 
 def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...], *,
-          disassemble_always: bool = True) -> tuple[list[str], dict]:
+          disassemble_always: bool = True, ptx: str | None = None) -> tuple[list[str], dict]:
     """(failures, facts) for ``function`` in ``cubin``: one sentence per unmet requirement, and the counts.
 
     ``no_local`` alone needs only the resource report (milliseconds); the others read the SASS (about a
-    second, nvdisasm), which ``disassemble_always`` also does for the memory-instruction counts."""
+    second, nvdisasm), which ``disassemble_always`` also does for the memory-instruction counts. Those of
+    `READS_PTX` read ``ptx``, the source compiled to PTX (`graders.cuda_engine.compile.compile_ptx`)."""
     unknown = [r for r in requirements if r not in REQUIREMENTS]
     if unknown:
         raise ValueError(f"unknown SASS requirement(s) {unknown}; known: {sorted(REQUIREMENTS)}")
@@ -252,7 +284,10 @@ def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...]
         raise ValueError(f"no kernel {function!r} in the cubin; found {sorted(usage_by_kernel)}")
     usage = usage_by_kernel[function]
     text = ""
-    if disassemble_always or any(r != "no_local" for r in requirements):
+    if disassemble_always or any(r != "no_local" and r not in READS_PTX for r in requirements):
         text = disassemble(cubin)[function]
-    failures = [msg for msg in (REQUIREMENTS[r][0](text, usage) for r in requirements) if msg]
+    if ptx is None and READS_PTX & set(requirements):
+        raise ValueError(f"requirement(s) {sorted(READS_PTX & set(requirements))} need the kernel's PTX")
+    failures = [msg for msg in (REQUIREMENTS[r][0](ptx if r in READS_PTX else text, usage) for r in requirements)
+                if msg]
     return failures, {"memory_ops": op_counts(text), "resources": usage}

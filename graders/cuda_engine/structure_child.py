@@ -6,7 +6,7 @@ Compiling is done here rather than in the grading process because the source is 
 from __future__ import annotations
 
 from graders.cuda_engine import sass
-from graders.cuda_engine.compile import DEFAULT_ARCH, CompileError, compile_cuda
+from graders.cuda_engine.compile import DEFAULT_ARCH, CompileError, compile_cuda, compile_ptx
 from graders.cuda_engine.spec import load_spec, resolve_geometry
 
 
@@ -23,8 +23,11 @@ def handle(request: dict) -> dict:
         except CompileError as exc:
             results.append({"compile_error": str(exc)})
             break
+        ptx = None
+        if set(request["requirements"]) & sass.READS_PTX:
+            ptx = compile_ptx(request["source"], defines=geometry.defines(), arch=DEFAULT_ARCH)
         failures, facts = sass.check(compiled.cubin, kernel.function, request["requirements"],
-                                     disassemble_always=request["disassemble"])
+                                     disassemble_always=request["disassemble"], ptx=ptx)
         results.append({"failures": failures,
                         "facts": facts | {"arch": compiled.arch, "defines": geometry.defines()}})
     return {"results": results}
