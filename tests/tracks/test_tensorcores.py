@@ -214,3 +214,32 @@ def test_wrong_solutions_get_their_structural_points(path):
             except KernelFailed:
                 points = 0
             assert expected.matches(points), f"{check_id}: {points:g} points, expected {expected}"
+
+
+# --- WMMA or mma.sync: read from the PTX ----------------------------------------------------------------
+
+PTX = """
+    // begin inline asm
+    @%p1 wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32 {%f1, %f2}, {%r1}, {%r2}, {%f1, %f2};
+    // mma.sync.aligned.m16n8k16 in a comment is no instruction
+$L__BB0_2:  ld.shared.u32 %r3, [%r4]; { .reg .f16 lo; mov.b32 {lo, hi}, %r5; }
+"""
+
+
+def test_ptx_opcodes_skip_comments_labels_predicates_and_declarations():
+    assert sass.ptx_opcodes(PTX) == {"wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32",
+                                     "ld.shared.u32", "mov.b32"}
+
+
+def test_mma_sync_requirement_tells_wmma_from_mma_sync():
+    from graders.cuda_engine.compile import compile_ptx
+    kernel = SPEC.kernel("mma")
+    check = sass.REQUIREMENTS["mma_sync"][0]
+    mma = compile_ptx(kernel.reference.read_text(), defines=kernel.geometry.defines())
+    wmma = compile_ptx(SPEC.kernel("wmma_smem").reference.read_text(), defines=kernel.geometry.defines())
+    assert check(mma, {}) == ""
+    assert check(wmma, {}).startswith("it uses WMMA (wmma.load, wmma.mma, wmma.store in its PTX)")
+    assert check("\tadd.f32 %f1, %f2, %f3;", {}).startswith("its PTX has no mma.sync")
+    with pytest.raises(ValueError, match="need the kernel's PTX"):
+        done = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+        sass.check(done.cubin, kernel.function, ("mma_sync",))
