@@ -1,0 +1,152 @@
+"""The attention track on CPU: its spec loads and each reference (and known-wrong solution) compiles for
+sm_90 through the engine; the reference math of tracks/attention/problem.py on CPU tensors, each
+correctness rule at its edge, and the causal alignment against PyTorch's own ``is_causal``. (That the
+committed notebook is what ``workshop build`` writes is tests/tracks/test_tracks.py's, for every track;
+that the kernels compute the right thing, tests/tracks/test_attention_emulated.py's.)
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from graders import tracks
+from graders.cuda_engine.compile import DEFAULT_ARCH
+from graders.cuda_engine.grade import check_compiles
+from graders.cuda_engine.problems import problem
+from graders.cuda_engine.spec import load_spec
+
+SPEC = load_spec("attention")
+TRACK = tracks.get("attention")
+attention = TRACK.problem_module()
+
+
+def generator(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def test_every_kernel_names_a_kind_of_this_track():
+    assert {k.kind for k in SPEC.kernels.values()} == {p.kind for p in attention.PROBLEMS}
+    assert SPEC.targets == "provisional"   # no target here has been measured on a GPU yet
+
+
+@pytest.mark.parametrize("kernel_id", list(SPEC.kernels))
+def test_reference_compiles_for_sm_90(kernel_id, capsys):
+    kernel = SPEC.kernel(kernel_id)
+    resources = check_compiles("attention", kernel_id, kernel.reference.read_text())
+    assert DEFAULT_ARCH == "sm_90" and "compiles for sm_90" in capsys.readouterr().out
+    usage = resources[kernel.function]
+    assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0, usage
+
+
+@pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.name)
+def test_known_wrong_solution_compiles_and_expects_zero(path):
+    kernel_id = tracks.graded_kernel(path)
+    check_compiles("attention", kernel_id, path.read_text())
+    assert tracks.expected_points(path)[f"{kernel_id}_score"].matches(0.0)
+    assert tracks.expected_statuses(path) == ("incorrect",)
+
+
+# ---- row softmax ----------------------------------------------------------------------------------------
+
+def test_softmax_inputs_hold_rows_that_overflow_and_rows_that_underflow_without_the_max():
+    (x,) = attention.softmax_logits((64, 257), generator())
+    assert float(x.max()) > 89 and bool((x.amax(dim=1) < -104).any())
+    naive = torch.exp(x) / torch.exp(x).sum(dim=1, keepdim=True)   # no max subtracted: inf/inf and 0/0
+    expected = attention.softmax_reference([x])
+    assert "NaN" in attention.softmax_mismatch(naive, expected)
+    assert attention.softmax_mismatch(torch.softmax(x, dim=1), expected) == ""
+
+
+def test_softmax_tolerance_at_its_edge():
+    out = torch.ones(1, 1)
+    just_inside = torch.tensor([[1 / (1 + 0.99 * attention.SOFTMAX_RTOL)]], dtype=torch.float64)
+    just_outside = torch.tensor([[1 / (1 + 1.01 * attention.SOFTMAX_RTOL)]], dtype=torch.float64)
+    assert attention.softmax_mismatch(out, just_inside) == ""
+    assert "1 of 1 probabilities" in attention.softmax_mismatch(out, just_outside)
+    assert "NaN" in attention.softmax_mismatch(torch.full((1, 1), math.nan), just_inside)
+
+
+# ---- attention ------------------------------------------------------------------------------------------
+
+def shaped(shape, causal=False):
+    """Inputs and the reference of a forward shape (batch, heads, seq_q, seq_k, head_dim)."""
+    inputs = attention.qkv(*shape, generator())
+    return inputs, attention.attention_reference(inputs, causal)
+
+
+@pytest.mark.parametrize("seq_q, seq_k", [(5, 9), (9, 5), (7, 7)])
+def test_causal_mask_is_upper_left_like_pytorchs_is_causal(seq_q, seq_k):
+    q, k, v = (torch.randn(1, 2, n, 16, dtype=torch.float64, generator=generator(n)) for n in (seq_q, seq_k, seq_k))
+    ours = attention.attention(q, k, v, causal=True)
+    torchs = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert torch.allclose(ours, torchs, rtol=0, atol=1e-12)
+    mask = attention.causal_mask(seq_q, seq_k, "cpu")
+    assert bool(mask[0, 0]) and not bool(mask[0, 1]) and int(mask.sum()) == attention.unmasked_pairs(seq_q, seq_k, True)
+
+
+@pytest.mark.parametrize("seq_q, seq_k", [(1, 1), (97, 97), (97, 1025), (1025, 97), (4096, 4096)])
+def test_unmasked_pairs_count_the_mask(seq_q, seq_k):
+    assert attention.unmasked_pairs(seq_q, seq_k, True) == int(attention.causal_mask(seq_q, seq_k, "cpu").sum())
+    assert attention.unmasked_pairs(seq_q, seq_k, False) == seq_q * seq_k
+
+
+def test_forward_work_counts_four_flops_per_pair_and_dim():
+    shape = (4, 16, 4096, 4096, 128)
+    assert problem("attention_forward").work(shape) == 4 * 4 * 16 * 4096 * 4096 * 128
+    assert problem("attention_forward_causal").work(shape) == 4 * 4 * 16 * 128 * (4096 * 4097 // 2)
+    assert problem("attention_decode").work((8, 32, 32768, 128)) == 8 * 32 * 128 * (4 * 32768 + 6)
+
+
+def test_reference_is_fp32_attention_and_the_large_logit_head_would_overflow_without_the_max():
+    inputs, expected = shaped((1, 3, 97, 33, 64))
+    q, k, v = (t.double() for t in inputs)
+    exact = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    reference_error = (expected.o.double() - exact).abs().amax(dim=(-2, -1))
+    assert bool((reference_error < 0.01 * expected.torch_error).all())   # the fp32 reference is no yardstick's noise
+    scores = (q @ k.transpose(-2, -1)) / 8
+    assert float(scores[:, -1].max()) > 89 and float(scores[:, :-1].abs().max()) < 50
+    assert expected.torch_error.shape == (1, 3) and bool((expected.torch_error > 0).all())
+
+
+def test_pytorch_in_bf16_and_fp32_attention_pass_and_a_nan_fails():
+    inputs, expected = shaped((2, 2, 97, 97, 128), causal=True)
+    assert attention.attention_mismatch(attention.attention(*inputs, causal=True).float(), expected) == ""
+    fp32 = attention.attention(*(t.float() for t in inputs), causal=True)
+    assert attention.attention_mismatch(fp32, expected) == ""
+    fp32[1, 0, 5, 3] = math.nan
+    assert "NaN" in attention.attention_mismatch(fp32, expected)
+
+
+def test_error_rule_at_its_edge_per_head():
+    """The kernel's largest error in a (batch, head) may be 2 x PyTorch's bf16 error there + FP32_FLOOR, no
+    more; a head with a large allowance does not lend it to another."""
+    inputs, expected = shaped((1, 2, 33, 40, 64))
+    allowed = attention.ERROR_FACTOR * expected.torch_error.double() + attention.FP32_FLOOR
+    for head, factor, ok in [(0, 0.99, True), (0, 1.01, False), (1, 0.99, True), (1, 1.01, False)]:
+        out = expected.o.clone()
+        out[0, head, 7, 9] += float(allowed[0, head]) * factor
+        message = attention.attention_mismatch(out, expected)
+        assert (message == "") is ok, (head, factor, message)
+        if not ok:
+            assert f"batch 0, head {head}" in message and "out[0][%d][7][9]" % head in message
+    out = expected.o.clone()
+    out[0, 0, 0, 0] += float(allowed[0, 1]) * 0.99   # the large-logit head's allowance, in head 0
+    assert float(allowed[0, 1]) > float(allowed[0, 0]) and "head 0" in attention.attention_mismatch(out, expected)
+
+
+def test_decode_reference_is_one_query_against_the_cache():
+    inputs = problem("attention_decode").make_inputs((2, 2, 300, 64), generator())
+    assert [tuple(t.shape) for t in inputs] == [(2, 2, 1, 64), (2, 2, 300, 64), (2, 2, 300, 64)]
+    expected = problem("attention_decode").reference(inputs)
+    assert tuple(expected.o.shape) == problem("attention_decode").out_shape((2, 2, 300, 64))
+    assert attention.attention_mismatch(attention.attention(*inputs, causal=False).float(), expected) == ""
+
+
+def test_inputs_are_fenced_with_nan():
+    q, k, v = attention.qkv(1, 2, 5, 7, 64, generator())
+    for t in (q, k, v):
+        whole = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage())
+        assert t.storage_offset() == attention.INPUT_GUARD and bool(whole[:attention.INPUT_GUARD].isnan().all())
+        assert bool(whole[attention.INPUT_GUARD + t.numel():].isnan().all()) and not bool(t.isnan().any())

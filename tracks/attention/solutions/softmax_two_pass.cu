@@ -1,0 +1,47 @@
+// Softmax in two passes: the max and the sum come out of one pass with the online rescaling. Each thread
+// keeps a running max m and a running sum d of exp(x - m); a logit x above m makes the old sum too small by
+// exp(m - x), so d = d * exp(m - x) + 1 and m = x. Two (m, d) pairs combine the same way:
+// M = max(m1, m2), d = d1 * exp(m1 - M) + d2 * exp(m2 - M); the block combines its threads' pairs with
+// shuffles, then across warps through shared memory. The second pass writes exp(x - M) / d. The row is read
+// twice and written once.
+extern "C" __global__ void softmax_two_pass(float* out, const float* x, int rows, int cols)
+{
+    const float NEG_INF = __int_as_float(0xff800000);   // -infinity (NVRTC has no INFINITY here)
+    constexpr int WARPS = BLOCK_X / 32;
+    static_assert(BLOCK_X % 32 == 0, "whole warps");
+    __shared__ float part_m[WARPS], part_d[WARPS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const float* row = x + (long long)blockIdx.x * cols;
+    float* dst = out + (long long)blockIdx.x * cols;
+
+    float m = NEG_INF, d = 0.0f;   // a thread with no column keeps (-inf, 0), which combines as nothing
+    for (int c = threadIdx.x; c < cols; c += BLOCK_X) {
+        const float v = row[c];
+        if (v > m) {
+            d = d * expf(m - v) + 1.0f;   // expf(-inf) = 0 on the first column
+            m = v;
+        } else {
+            d += expf(v - m);
+        }
+    }
+    for (int off = 16; off > 0; off /= 2) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, off), d2 = __shfl_xor_sync(0xffffffffu, d, off);
+        const float top = fmaxf(m, m2);
+        if (top != NEG_INF) {   // both (-inf, 0): stays (-inf, 0), no exp(-inf - -inf) = NaN
+            d = d * expf(m - top) + d2 * expf(m2 - top);
+            m = top;
+        }
+    }
+    if (lane == 0) {
+        part_m[warp] = m;
+        part_d[warp] = d;
+    }
+    __syncthreads();
+    m = NEG_INF;
+    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, part_m[w]);
+    d = 0.0f;
+    for (int w = 0; w < WARPS; ++w) d += part_m[w] == NEG_INF ? 0.0f : part_d[w] * expf(part_m[w] - m);
+
+    const float inv = 1.0f / d;
+    for (int c = threadIdx.x; c < cols; c += BLOCK_X) dst[c] = expf(row[c] - m) * inv;
+}
