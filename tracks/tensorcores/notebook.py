@@ -39,8 +39,8 @@ pipeline's buffers) are `#define`d before your code.
 |B|) of the float64 product of the same bf16 inputs, and a relative Frobenius error below 1e-4. Products of
 two bf16 values are exact in fp32, so that bound is fp32 accumulation's own (K additions, each off by at
 most 2^-24, twice that when the tensor cores truncate), with a factor 2 to spare; an fp16 accumulator
-misses it by far. C is filled with NaN before every run and fenced by guard bands, so an element you never
-write, or a write outside C, fails. Correctness is checked again after timing.
+misses the Frobenius bound by far. C is filled with NaN before every run and fenced by guard bands, so an
+element you never write, or a write outside C, fails. Correctness is checked again after timing.
 
 **Speed** is the ratio of {baseline}'s time to your kernel's at 4096 x 4096 x 4096, both measured in the
 same process on the grading GPU: 0.5 means half of cuBLAS's TFLOP/s. cuBLAS on Hopper uses the warpgroup
