@@ -14,7 +14,10 @@ import json
 from pathlib import Path
 
 
-def plot(record: dict, path: str | Path) -> Path:
+def plot(record: dict, path: str | Path, *, title: str = "The GEMM worklog", panel: str = "SGEMM fp32",
+         baseline: str = "cuBLAS (TF32 off)") -> Path:
+    """Draw ``record`` to ``path``; ``title``, ``panel`` and ``baseline`` name the worklog, its problem and
+    what the percentages are of (the tensor-core worklog passes its own)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -40,9 +43,9 @@ def plot(record: dict, path: str | Path) -> Path:
                       ha="right", fontsize=9)
         ax.set_ylabel("GFLOP/s")
         ax.set_ylim(0, max([*gflops, cublas or 0]) * 1.15 or 1)
-        ax.set_title(f"SGEMM fp32, M x N x K = {label.replace('x', ' x ')}")
+        ax.set_title(f"{panel}, M x N x K = {label.replace('x', ' x ')}")
     gpu = record.get("gpu", "?")
-    fig.suptitle(f"The GEMM worklog on {gpu} ({record.get('date', '')[:10]}); % of cuBLAS (TF32 off)")
+    fig.suptitle(f"{title} on {gpu} ({record.get('date', '')[:10]}); % of {baseline}")
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
