@@ -4,15 +4,19 @@ Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_tensorcores_gpu.p
 the table). Each grading runs in its own child process, cuBLAS (bf16 in, fp32 out) timed in the same child.
 The references' TFLOP/s and ratio to cuBLAS at the spec's 4096^3 are printed and written to
 ``benchmarks/results/tensorcores-<date-time>.json`` (and ``$OUT``), a record ``workshop targets tensorcores``
-reads (``sizes.4096x4096x4096.kernels.<id>.ratio``).
+reads (``sizes.4096x4096x4096.kernels.<id>.ratio``), with the worklog's chart (``.png``: TFLOP/s per step
+against cuBLAS).
 """
+import json
 import os
+import shutil
 
 import pytest
 
 from graders import tracks
 from graders.cuda_engine.grade import grade_kernel, report
 from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.worklog_chart import plot
 from workshop import records
 
 pytestmark = pytest.mark.gpu
@@ -48,10 +52,15 @@ def rows() -> dict:
         found[kid] = records.gemm_row(result)
         environment = environment or result.get("environment")
     shape = records.label(SPEC.kernel("warptiling").perf_shape)
-    records.write_gpu_record("tensorcores", "the tensor-core worklog's references graded at the spec's shape",
-                             {"environment": environment, "targets_in_spec": SPEC.targets, "graded_shape": shape,
-                              "sizes": {shape: records.gemm_size_entry(found)}})
-    print(f"\n{shape}, bf16 in, fp32 accumulate and out\n" + table(found))
+    fields = {"environment": environment, "targets_in_spec": SPEC.targets, "graded_shape": shape,
+              "sizes": {shape: records.gemm_size_entry(found)}}
+    path = records.write_gpu_record("tensorcores", "the tensor-core worklog's references graded at the spec's "
+                                    "shape", fields)
+    chart = plot(json.loads(path.read_text()), path.with_suffix(".png"), title="The tensor-core worklog",
+                 panel="bf16 GEMM, fp32 accumulate", baseline="cuBLAS bf16 (fp32 out)")
+    if os.environ.get("OUT"):
+        shutil.copy(chart, os.environ["OUT"])
+    print(f"\n{shape}, bf16 in, fp32 accumulate and out\n" + table(found) + f"\nwrote {path} and {chart.name}")
     return found
 
 
