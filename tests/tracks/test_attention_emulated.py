@@ -43,6 +43,7 @@ WRONG_CASES = {   # name: (shape, the status the grader's check gives)
     "online_no_rescale": ((1, 2, 97, 97, 64), Status.INCORRECT),
     "causal_off_by_one": ((1, 2, 97, 97, 64), Status.INCORRECT),
     "tile_edge": ((1, 2, 97, 97, 64), Status.INCORRECT),
+    "decode_no_max": ((2, 2, 97, 128), Status.INCORRECT),
 }
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++ (C++20) for the CPU emulation")
