@@ -93,14 +93,19 @@ extern "C" __global__ void flash_forward(float* out, const unsigned short* q, co
         }
         __syncwarp();   // the warp's p_s rows are written before any lane reads them
 #pragma unroll
-        for (int t = 0; t < MAX_D / 32; ++t) {
-            if (32 * t < head_dim) {
+        for (int t = 0; t < MAX_D / 32; ++t)
 #pragma unroll
-                for (int r = 0; r < ROWS; ++r) o[r][t] *= alpha[r];
-                for (int j = 0; j < KEYS; ++j) {
+            for (int r = 0; r < ROWS; ++r) o[r][t] *= alpha[r];
+        for (int j = 0; j < KEYS; ++j) {   // each p and each V element read once per warp, used ROWS times
+            float p[ROWS];
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) p[r] = p_s[warp * ROWS + r][j];
+#pragma unroll
+            for (int t = 0; t < MAX_D / 32; ++t) {
+                if (32 * t < head_dim) {
                     const float vv = v_s[j][lane + 32 * t];
 #pragma unroll
-                    for (int r = 0; r < ROWS; ++r) o[r][t] += p_s[warp * ROWS + r][j] * vv;
+                    for (int r = 0; r < ROWS; ++r) o[r][t] += p[r] * vv;
                 }
             }
         }
