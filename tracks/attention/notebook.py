@@ -79,7 +79,7 @@ def _statement(number: int, kernel: KernelSpec, provisional: bool) -> str:
         f"`TILE_Y` = {g.tile[1]}{params}).",
         f"* **Shapes checked** ({', '.join(kind.shape_names)}): "
         + "; ".join(_shape(s) for s in kernel.check_shapes) + ".",
-        f"* **Speed:** timed at {_shape(kernel.perf_shape)} ({amount} per launch) against {kind.baseline_name}.",
+        f"* **Speed:** timed at {_shape(kernel.perf_shape)} ({amount} per launch); baseline: {kind.baseline_name}.",
         f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
         f"speed: full at {kernel.target:g} of the baseline's speed, none below {kernel.floor:g}"
         + (" (provisional until measured on the grading GPU)." if provisional else "."),

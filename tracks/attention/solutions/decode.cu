@@ -1,7 +1,8 @@
 // Decode: one query token against a KV cache of seq_k tokens, one block per (batch, head), the sequence
-// split over the block and reduced. Reading K and V once is the whole cost (about 4 bytes per FLOP pair), so
-// the kernel is a GEMV, built to stream: a group of head_dim / 8 lanes takes one key at a time, each lane 8
-// dims as one 16-byte load of K and one of V; the block's THREADS / group groups take keys g, g + groups, ...
+// split over the block and reduced. Each bf16 of K and V read is used in one multiply-add (1 FLOP per byte):
+// reading the cache once is the whole cost, so the kernel is a GEMV, built to stream: a group of
+// head_dim / 8 lanes takes one key at a time, each lane 8 dims as one 16-byte load of K and one of V; the
+// block's BLOCK_X / (head_dim / 8) groups take keys g, g + groups, ...
 // Each group keeps its own running max m, sum l and output o (the online softmax, rescaled per key), and
 // the block combines the groups' (m, l, o) at the end: with M the largest m, out = sum of o * exp(m - M)
 // over sum of l * exp(m - M). A group that got no key has (-inf, 0, 0): its weight exp(-inf) is 0.
