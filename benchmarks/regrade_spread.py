@@ -33,7 +33,8 @@ def spread(values: list[float]) -> float:
 def regrade(track: str, kernel: KernelSpec, regrades: int, budget_s: float | None) -> dict:
     runs = []
     for _ in range(regrades):
-        result = grade_kernel(track, kernel.id, kernel.reference.read_text(), budget_s=budget_s, sanitize=False)
+        result = grade_kernel(track, kernel.id, kernel.reference.read_text(), budget_s=budget_s, sanitize=False,
+                              profile=False)
         if not result.ok:
             return {"status": str(result.status), "message": result.message}
         timing = result.details["timing"]

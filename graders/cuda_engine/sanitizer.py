@@ -2,8 +2,8 @@
 accesses memory outside its buffers loses its correctness points, with the sanitizer's own line.
 
 `sanitize` launches the kernel once under each tool (``memcheck``, ``racecheck``, ``initcheck``), each in its own
-sandboxed child (`graders.cuda_engine.launch_child`) wrapped in compute-sanitizer, which watches only the
-student's kernel (``--kernel-name``); `findings` reads its report. The launch is at `sanitize_shape`: a small
+sandboxed child (`graders.cuda_engine.launch_child`) wrapped in compute-sanitizer (`run_tool`); `findings` reads
+its report. The launch is at `sanitize_shape`: a small
 check shape of the kernel (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
 
 On a GPU worker compute-sanitizer is required (found by `graders.cuda_engine.sass.find_tool`:
@@ -75,10 +75,13 @@ def tool_binary():
 def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_name: str | None = None) -> str:
     """Run the grading child ``child`` on ``request`` once under ``tool``: '' or its finding (`findings`).
 
-    ``kernel_name`` limits the tool to kernels whose name contains it. Raises `SanitizerMissing` without
-    compute-sanitizer, `SanitizerFailed` when the run does not finish."""
-    wrapper = (str(tool_binary()), "--tool", tool, *(("--kernel-name", f"kns={kernel_name}") if kernel_name else ()),
-               "--print-limit", "5", "--error-exitcode", "0")
+    ``kernel_name`` limits memcheck and racecheck to kernels whose name contains it; initcheck watches every
+    kernel, since it knows memory as written only when it saw the write (the grader's own kernels fill the
+    inputs and poison the output). Errors of host API calls are not the kernel's and are not reported.
+    Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when the run does not finish."""
+    watched = ("--kernel-name", f"kns={kernel_name}") if kernel_name and tool != "initcheck" else ()
+    wrapper = (str(tool_binary()), "--tool", tool, *watched, "--report-api-errors", "no", "--print-limit", "5",
+               "--error-exitcode", "0")
     run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
     if not run.ok or "error" in run.answer:
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({run.status}: "

@@ -106,7 +106,11 @@ def test_each_tool_runs_the_kernel_once_under_compute_sanitizer(monkeypatch, pad
     checked = sanitizer.sanitize({"kernel_id": "padded"}, kernel, geometry, {})
     assert [r[2][:3] for r in runs] == [(str(tool_binary), "--tool", t) for t in sanitizer.TOOLS]
     assert all(r[0] == sanitizer.CHILD and r[1] == [33, 65] and r[3] for r in runs)
-    assert all(("--kernel-name", "kns=transpose_padded") == r[2][3:5] for r in runs)
+    watched = {r[2][2]: r[2][3:] for r in runs}
+    assert watched["memcheck"][:2] == watched["racecheck"][:2] == ("--kernel-name", "kns=transpose_padded")
+    assert "--kernel-name" not in watched["initcheck"]   # it must see the grader's kernels write the inputs
+    assert all(("--report-api-errors", "no") == options[i:i + 2] for options in watched.values()
+               for i in [options.index("--report-api-errors")])
     assert checked["shape"] == [33, 65] and checked["tools"]["memcheck"] == ""
     assert checked["failure"].startswith("compute-sanitizer --tool racecheck found 1 error(s)")
 

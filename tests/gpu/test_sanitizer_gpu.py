@@ -38,18 +38,26 @@ def test_a_clean_reference_keeps_its_points_under_every_tool(track, kernel_id):
     assert not any(tools.values()), tools
 
 
-def test_racecheck_reports_a_puzzle_kernel_without_a_barrier_between_tiles():
-    """The simulator already fails this kernel on a GPU worker; here compute-sanitizer sees the race itself."""
-    from puzzle_cells import SOLUTIONS, run_cells
+FAR_WRITE = """
+@cuda.jit
+def map_kernel(out, a, size):
+    i = cuda.threadIdx.x
+    out[i] = a[i] + 10
+    if i == 0:
+        out[i + 16777216] = 1.0
+"""
+
+
+def test_memcheck_reports_a_puzzle_kernel_writing_far_past_its_output():
+    """Past the guard bands, which catch near misses: compute-sanitizer's memcheck sees the write itself."""
+    from puzzle_cells import run_cells
 
     from graders.numba_engine import grade as puzzle_grade
     from graders.numba_engine.kernel_source import kernel_source
-    from workshop.cells import read_cells
-    cells = read_cells(SOLUTIONS / "racy" / "matmul_no_barrier_between_tiles.py")
-    source, name = kernel_source(run_cells(cells["matmul"])["matmul_kernel"])
-    finding = puzzle_grade.sanitizer_finding("matmul", source, name, 1)
-    print(finding)
-    assert finding.startswith("compute-sanitizer --tool racecheck found "), finding
+    source, name = kernel_source(run_cells(FAR_WRITE)["map_kernel"])
+    finding = puzzle_grade.sanitizer_finding("map", source, name, 1)
+    assert finding.startswith("compute-sanitizer --tool memcheck found "), finding
+    assert "Invalid __global__ write" in finding, finding
 
 
 def test_a_clean_puzzle_kernel_is_silent_under_the_sanitizer():
