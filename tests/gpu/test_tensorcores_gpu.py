@@ -24,6 +24,30 @@ pytestmark = pytest.mark.gpu
 SPEC = load_spec("tensorcores")
 BUDGET_S = float(os.environ.get("TENSORCORES_TEST_BUDGET_S", "2.0"))   # per grading here
 WRONG = tracks.get("tensorcores").wrong_solutions()
+CHAINS = 8
+# back-to-back mma.sync.m16n8k16 (bf16 in, fp32 accumulate) from registers, no memory traffic in the loop;
+# CHAINS independent accumulators a warp, so that each instruction's latency is hidden by the others
+MMA_CEILING = r"""
+#define CHAINS 8
+extern "C" __global__ void mma_ceiling(float* out, int iterations)
+{
+    unsigned a[4], b[2];
+    for (int i = 0; i < 4; ++i) a[i] = 0x3f803f80u ^ (threadIdx.x * 2654435761u >> (8 * i)) & 0x00010001u;
+    b[0] = a[1]; b[1] = a[2];
+    float acc[CHAINS][4] = {};
+    for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; ++c)
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                         : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+    float sum = 0.0f;
+    for (int c = 0; c < CHAINS; ++c) sum += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+"""
 
 
 def grade(kernel_id: str, source: str) -> dict:
@@ -87,3 +111,50 @@ def test_wrong_solution_gets_its_expected_status_and_points(path):
               f"cuBLAS")
     problem = tracks.unmet_expectation(path, result["status"], result["score"]["total"])
     assert not problem, f"{problem}: {result['message']}"
+
+
+def mma_sync_ceiling() -> dict:
+    """The GPU's mma.sync m16n8k16 bf16 rate: `MMA_CEILING` on every SM (32 warps each), median of 5 launches
+    after one warm-up, timed with CUDA events on the kernel's stream."""
+    import numpy as np
+    import torch
+    try:
+        from cuda.core import Device, LaunchConfig, launch
+    except ImportError:  # cuda.core before 0.4
+        from cuda.core.experimental import Device, LaunchConfig, launch
+
+    from graders.cuda_engine.compile import compile_cuda
+    torch.cuda.init()
+    device = Device(0)
+    device.set_current()
+    arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
+    kernel = compile_cuda(MMA_CEILING, kernels=("mma_ceiling",), arch=arch).object_code.get_kernel("mma_ceiling")
+    stream = device.create_stream()
+    blocks, threads, iterations = torch.cuda.get_device_properties(0).multi_processor_count * 4, 256, 512
+    out = torch.empty(blocks * threads, device="cuda")
+    config = LaunchConfig(grid=(blocks, 1, 1), block=(threads, 1, 1))
+    seconds = []
+    with torch.cuda.stream(torch.cuda.ExternalStream(int(stream.handle))):
+        for _ in range(6):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            launch(stream, config, kernel, np.uint64(out.data_ptr()), np.int32(iterations))
+            end.record()
+            end.synchronize()
+            seconds.append(start.elapsed_time(end) / 1e3)
+    median = sorted(seconds[1:])[len(seconds[1:]) // 2]
+    flops = blocks * threads // 32 * iterations * CHAINS * 2 * 16 * 8 * 16
+    return {"flops_per_s": flops / median, "median_s": median, "blocks": blocks, "threads": threads,
+            "iterations": iterations, "chains": CHAINS, "arch": arch}
+
+
+def test_references_against_the_mma_sync_ceiling(rows):
+    """Reported: each reference's TFLOP/s as a share of mma.sync's own rate on this GPU (the issue's second
+    way of reporting speed; the score is the ratio to cuBLAS)."""
+    ceiling = mma_sync_ceiling()
+    share = {kid: r["gflops"] * 1e9 / ceiling["flops_per_s"] for kid, r in rows.items() if "gflops" in r}
+    records.write_gpu_record("tensorcores-mma-ceiling", "back-to-back mma.sync m16n8k16 bf16 and each tensor-core "
+                             "reference's share of it", {"ceiling": ceiling, "share": share})
+    print(f"\nmma.sync ceiling: {ceiling['flops_per_s'] / 1e12:.0f} TFLOP/s; " +
+          ", ".join(f"{kid} {100 * v:.1f}%" for kid, v in share.items()))
+    assert ceiling["flops_per_s"] > 0 and share
