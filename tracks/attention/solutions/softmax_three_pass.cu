@@ -15,6 +15,7 @@ extern "C" __global__ void softmax_three_pass(float* out, const float* x, int ro
     float* dst = out + (long long)blockIdx.x * cols;
 
     float m = NEG_INF;
+#pragma unroll 4   // four loads in flight per thread
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) m = fmaxf(m, row[c]);
     for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
     if (lane == 0) partial[warp] = m;
@@ -24,6 +25,7 @@ extern "C" __global__ void softmax_three_pass(float* out, const float* x, int ro
     __syncthreads();   // every thread has read partial before it is reused
 
     float d = 0.0f;
+#pragma unroll 4
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) d += expf(row[c] - m);
     for (int off = 16; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
     if (lane == 0) partial[warp] = d;
@@ -32,5 +34,6 @@ extern "C" __global__ void softmax_three_pass(float* out, const float* x, int ro
     for (int w = 0; w < WARPS; ++w) d += partial[w];
 
     const float inv = 1.0f / d;
+#pragma unroll 4
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) dst[c] = expf(row[c] - m) * inv;
 }

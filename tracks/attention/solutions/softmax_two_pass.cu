@@ -15,6 +15,7 @@ extern "C" __global__ void softmax_two_pass(float* out, const float* x, int rows
     float* dst = out + (long long)blockIdx.x * cols;
 
     float m = NEG_INF, d = 0.0f;   // a thread with no column keeps (-inf, 0), which combines as nothing
+#pragma unroll 4   // four loads in flight per thread
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) {
         const float v = row[c];
         if (v > m) {
@@ -43,5 +44,6 @@ extern "C" __global__ void softmax_two_pass(float* out, const float* x, int rows
     for (int w = 0; w < WARPS; ++w) d += part_m[w] == NEG_INF ? 0.0f : part_d[w] * expf(part_m[w] - m);
 
     const float inv = 1.0f / d;
+#pragma unroll 4
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) dst[c] = expf(row[c] - m) * inv;
 }

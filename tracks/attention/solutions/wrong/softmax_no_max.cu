@@ -14,6 +14,7 @@ extern "C" __global__ void softmax_three_pass(float* out, const float* x, int ro
 
     const float m = 0.0f;   // the max is not found: exp(x - 0)
     float d = 0.0f;
+#pragma unroll 4   // four loads in flight per thread
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) d += expf(row[c] - m);
     for (int off = 16; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
     if (lane == 0) partial[warp] = d;
@@ -22,5 +23,6 @@ extern "C" __global__ void softmax_three_pass(float* out, const float* x, int ro
     for (int w = 0; w < WARPS; ++w) d += partial[w];
 
     const float inv = 1.0f / d;
+#pragma unroll 4
     for (int c = threadIdx.x; c < cols; c += BLOCK_X) dst[c] = expf(row[c] - m) * inv;
 }
