@@ -12,6 +12,9 @@ dest=docker/wheels/cpu
 mkdir -p "$dest"
 "$py" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' \
   > "$dest/requirements.txt"
+# libcudart, which numba-cuda loads even to run the simulator: a development machine or CI brings it with its
+# CUDA install (/usr/local/cuda-*), a bare image does not. The version of the pinned NVRTC.
+echo "nvidia-cuda-runtime==13.5.37" >> "$dest/requirements.txt"
 # setuptools builds the project itself inside the image (no build isolation there: it would need an index).
 "$py" -m pip download --quiet --only-binary=:all: --dest "$dest" -r "$dest/requirements.txt" "setuptools>=68" wheel
 case "$(ls "$dest"/torch-2.13.0*.whl)" in
