@@ -27,10 +27,20 @@ EXACT = {"copy": (33, 65), "transpose": (33, 65), "vecadd": (1000,)}   # bit-ide
 SGEMM_ELEMENT_RTOL = 1e-3
 SGEMM_FROBENIUS_RTOL = 1e-4
 SGEMM_SHAPE = (256, 256, 32)   # large enough that one element at its bound leaves the Frobenius error far below its own
+# row_softmax (tracks/attention/problem.py): every probability within SOFTMAX_RTOL x the float64 one, plus
+# SOFTMAX_ATOL (below fp32's normal range). The attention kinds: in every (batch, head), the largest error
+# against the fp32 reference at most ATTENTION_FACTOR x PyTorch's bf16 error there + ATTENTION_FLOOR.
+SOFTMAX_RTOL = 2e-5
+SOFTMAX_ATOL = 1e-37
+ATTENTION_FACTOR = 2.0
+ATTENTION_FLOOR = 1e-5
+ATTENTION_KINDS = {"attention_forward": (1, 2, 33, 40, 64), "attention_forward_causal": (1, 2, 40, 33, 64),
+                   "attention_decode": (2, 2, 97, 128)}
 
 
 def test_every_kind_has_its_rule_here():
-    assert sorted(kinds()) == sorted([*EXACT, "sgemm"])
+    # bf16gemm's rule (tracks/tensorcores/problem.py) is tested at its edges in tests/tracks/test_tensorcores.py
+    assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "row_softmax", *ATTENTION_KINDS])
 
 
 # --- bit-identical kinds ------------------------------------------------------------------------------
@@ -129,6 +139,49 @@ def test_sgemm_fails_a_nan(sgemm):
     assert verdict(rule, out, expected).startswith(
         f"1 of {out.numel()} values are NaN (never written, or computed from a read outside A or B, which are "
         "fenced with NaN), the first C[200][100]; ")
+
+
+# --- row_softmax and attention ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scale, ok", [(0.99, True), (1.01, False)])
+def test_row_softmax_one_probability_at_its_bound(scale, ok):
+    rule = problem("row_softmax")
+    expected = rule.reference(rule.make_inputs((3, 50), torch.Generator().manual_seed(0)))
+    out = expected.float()
+    r, c = (int(i) for i in (expected == expected.max()).nonzero()[0])
+    # the largest probability: 1% of its allowance (over 1e-7 of it) is more than an fp32 rounding step
+    out[r, c] = float(expected[r, c] * (1 + scale * SOFTMAX_RTOL) + SOFTMAX_ATOL)
+    message = verdict(rule, out, expected)
+    assert (message == "") is ok, message
+    if not ok:
+        assert message.startswith(f"1 of 150 probabilities outside fp32 softmax's tolerance (relative "
+                                  f"{SOFTMAX_RTOL:g}); first at out[{r}][{c}]")
+
+
+@pytest.mark.parametrize("kind", list(ATTENTION_KINDS))
+@pytest.mark.parametrize("scale, ok", [(0.99, True), (1.01, False)])
+def test_attention_largest_error_of_a_head_at_its_bound(kind, scale, ok):
+    rule = problem(kind)
+    expected = rule.reference(rule.make_inputs(ATTENTION_KINDS[kind], torch.Generator().manual_seed(0)))
+    for head in range(expected.o.shape[1]):
+        out = expected.o.clone()
+        allowed = ATTENTION_FACTOR * float(expected.torch_error[0, head]) + ATTENTION_FLOOR
+        out[0, head, 0, 5] += scale * allowed
+        message = verdict(rule, out, expected)
+        assert (message == "") is ok, (head, message)
+        if not ok:
+            assert message.startswith(f"1 of {expected.torch_error.numel()} (batch, head) pairs too far from the "
+                                      f"fp32 reference; first batch 0, head {head}: "), message
+
+
+@pytest.mark.parametrize("kind", ["row_softmax", *ATTENTION_KINDS])
+def test_softmax_and_attention_fail_a_nan(kind):
+    rule = problem(kind)
+    shape = ATTENTION_KINDS.get(kind, (3, 50))
+    expected = rule.reference(rule.make_inputs(shape, torch.Generator().manual_seed(0)))
+    out = (expected.o if kind in ATTENTION_KINDS else expected.float()).clone()
+    out.view(-1)[-1] = float("nan")
+    assert "NaN" in verdict(rule, out, expected) and "never written" in verdict(rule, out, expected)
 
 
 # --- scoring ------------------------------------------------------------------------------------------
