@@ -1,0 +1,46 @@
+"""The ``no_tensor_cores`` SASS requirement (`graders.cuda_engine.sass`) on hand-written SASS: every tensor-core
+opcode of the table is counted, with or without a predicate, and nothing else is; the sentence a student reads."""
+from __future__ import annotations
+
+import pytest
+
+from graders.cuda_engine import sass
+
+
+def line(address: int, instruction: str) -> str:
+    return f"        /*{address:04x}*/                   {instruction} ;"
+
+
+@pytest.mark.parametrize("opcode", sass.TENSOR_CORE_OPCODES)
+@pytest.mark.parametrize("predicate", ["", "@P0 ", "@!P1 ", "@UPT ", "@!UP2 "])
+def test_every_tensor_core_opcode_is_counted_predicated_or_not(opcode, predicate):
+    text = "\n".join([line(0x10, "FFMA R1, R2, R3, R1"), line(0x20, f"{predicate}{opcode}.16816.F32 R4, R8, R12, R4")])
+    assert sass.tensor_core_ops(text) == {opcode: 1}
+    assert sass._no_tensor_cores(text, {}) == (
+        f"it uses tensor cores (1 x {opcode} in its SASS): this step is about the FP32 pipes (FFMA), so TF32, "
+        "3xTF32 or other MMA tricks do not count here; they are the tensor-core track's subject")
+
+
+@pytest.mark.parametrize("instruction", ["FFMA R1, R2, R3, R1", "HFMA2.MMA R1, R2, R3, R1", "HMNMX2 R1, R2, R3",
+                                         "IMAD R1, R2, R3, R1", "LDSM.16.M88.4 R4, [R2]", "MOV R1, 0x0"])
+def test_fp32_and_other_instructions_are_not_tensor_cores(instruction):
+    text = line(0x10, instruction)
+    assert sass.tensor_core_ops(text) == {} and sass._no_tensor_cores(text, {}) == ""
+
+
+def test_a_mnemonic_outside_an_instruction_line_is_not_counted():
+    assert sass.tensor_core_ops("// HMMA.16816.F32 in a comment\n        HMMA.16816 R4, R8, R12, R4 ;") == {}
+
+
+def test_the_count_is_per_opcode_sorted_and_listed_in_the_sentence():
+    text = "\n".join(line(16 * i, op) for i, op in enumerate(
+        ["HMMA.1688.F32.TF32 R4, R8, R12, R4", "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24",
+         "HMMA.1688.F32.TF32 R4, R8, R12, R4", "@P0 HMMA.1688.F32.TF32 R4, R8, R12, R4"]))
+    assert list(sass.tensor_core_ops(text).items()) == [("HGMMA", 1), ("HMMA", 3)]
+    assert sass._no_tensor_cores(text, {}).startswith("it uses tensor cores (1 x HGMMA, 3 x HMMA in its SASS): ")
+
+
+def test_the_requirement_is_in_the_table_with_its_description():
+    check, description = sass.REQUIREMENTS["no_tensor_cores"]
+    assert check is sass._no_tensor_cores
+    assert description == "FP32 pipes only: no tensor-core instructions (HMMA, HGMMA, ...)"
