@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from graders import tracks
-from graders.cuda_engine.compile import DEFAULT_ARCH
+from graders.cuda_engine.compile import DEFAULT_ARCH, CompileError
 from graders.cuda_engine.grade import check_compiles
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
@@ -41,10 +41,15 @@ def test_reference_compiles_for_sm_90(kernel_id, capsys):
 
 
 @pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.name)
-def test_known_wrong_solution_compiles_and_expects_zero(path):
+def test_known_wrong_solution_compiles_unless_it_is_the_compile_error_and_expects_zero(path):
     kernel_id = tracks.graded_kernel(path)
-    check_compiles("attention", kernel_id, path.read_text())
     assert tracks.expected_points(path)[f"{kernel_id}_score"].matches(0.0)
+    if path.name == "compile_error.cu":
+        assert tracks.expected_statuses(path) == ("compile_error",)
+        with pytest.raises(CompileError, match='identifier "INFINITY" is undefined'):
+            check_compiles("attention", kernel_id, path.read_text())
+        return
+    check_compiles("attention", kernel_id, path.read_text())
     assert tracks.expected_statuses(path) == ("incorrect",)
 
 
