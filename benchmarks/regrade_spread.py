@@ -22,8 +22,6 @@ from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import KernelSpec, load_spec, resolve_geometry
 from workshop.records import write_gpu_record
 
-SLEEP_CYCLES = 1_000_000   # about 0.5 ms at 2 GHz: longer than the host takes to enqueue one launch
-
 
 def spread(values: list[float]) -> float:
     """(max - min) / median."""
@@ -55,7 +53,7 @@ def independent_ratio(track: str, kernel: KernelSpec, reps: int) -> dict:
 
     from graders.cuda_engine.child import Harness
     from graders.cuda_engine.problems import problem
-    from graders.cuda_engine.timing import l2_cache_bytes
+    from graders.cuda_engine.timing import SLEEP_CYCLES, l2_cache_bytes
 
     definition = problem(kernel.kind)
     harness = Harness(definition, resolve_geometry(kernel, None, None, None), 0.5, seed=1)

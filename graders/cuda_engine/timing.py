@@ -8,9 +8,10 @@ remembers from earlier launches (results by output pointer or by input values, o
 skipped on some launches) makes a timed launch cheaper than an honest one.
 
 `CudaTimer` times a launch with CUDA events on one stream, after writing a buffer twice the size of L2 (no
-launch starts with its data cached; the write also keeps the GPU busy while the host enqueues the launch, so
-no launch gap is timed), then synchronizes the whole device, so nothing a launch started is still running
-when the next one begins. Before the first sample it runs every subject in turn for ``warmup_s``, so the
+launch starts with its data cached) and a GPU-side sleep of `SLEEP_CYCLES` (the GPU is still busy while the
+host enqueues the launch, so the host's enqueue time is never timed, however long a baseline's library call
+spends on the host), then synchronizes the whole device, so nothing a launch started is still running when the next one
+begins. Before the first sample it runs every subject in turn for ``warmup_s``, so the
 GPU leaves its idle clocks (an idle H200 sits at 405 MHz SM clock). `run_until_stable` interleaves the
 subjects round by round (clock drift hits both alike) until each one's relative standard error of the mean
 is below ``rse_target`` (1%), with at least ``min_samples`` samples and ``min_time_s`` of sampling, or
@@ -115,6 +116,9 @@ class Timer:
                                 max_samples=max_samples)
 
 
+SLEEP_CYCLES = 1_000_000   # about 0.5 ms at 2 GHz: longer than the host takes to enqueue any subject's launch
+
+
 class CudaTimer(Timer):
     """Times subjects whose work goes to ``stream`` (a torch CUDA stream) with CUDA events."""
 
@@ -142,6 +146,7 @@ class CudaTimer(Timer):
         with torch.cuda.stream(self.stream):
             self.flushes += 1
             self.flush_buffer.fill_(float(self.flushes))
+            torch.cuda._sleep(SLEEP_CYCLES)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record(self.stream)
             run()
