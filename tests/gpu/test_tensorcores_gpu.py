@@ -84,7 +84,8 @@ def rows() -> dict:
                  panel="bf16 GEMM, fp32 accumulate", baseline="cuBLAS bf16 (fp32 out)")
     if os.environ.get("OUT"):
         shutil.copy(chart, os.environ["OUT"])
-    print(f"\n{shape}, bf16 in, fp32 accumulate and out\n" + table(found) + f"\nwrote {path} and {chart.name}")
+    print(f"\n{shape}, bf16 in (fp16 in step fp16), fp32 accumulate and out\n" + table(found)
+          + f"\nwrote {path} and {chart.name}")
     return found
 
 

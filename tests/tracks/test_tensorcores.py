@@ -18,10 +18,10 @@ KIND = TRACK.problem_module()
 SPEC = load_spec("tensorcores")
 STRUCTURE_CHECKS = load_structure("tensorcores").checks
 WRONG = TRACK.wrong_solutions()
-ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling"]
+ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling", "fp16"]
 # what each step's SASS must hold beyond HMMA and no local memory: ldmatrix from step 3, cp.async from step 5
 TAUGHT = {"wmma": (), "wmma_smem": (), "mma": ("ldsm",), "swizzle": ("ldsm",), "pipeline": ("ldsm", "ldgsts"),
-          "warptiling": ("ldsm", "ldgsts")}
+          "warptiling": ("ldsm", "ldgsts"), "fp16": ("ldsm", "ldgsts")}
 
 needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
                                       reason="needs cuobjdump and nvdisasm")
@@ -29,10 +29,11 @@ needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sas
 
 # --- spec and problem ---------------------------------------------------------------------------------
 
-def test_spec_lists_the_six_steps_in_order():
+def test_spec_lists_the_six_steps_and_the_fp16_one_in_order():
     assert list(SPEC.kernels) == ORDER
     assert [k.reference.name for k in SPEC.kernels.values()] == [f"{kid}.cu" for kid in ORDER]
-    assert all(k.kind == "bf16gemm" and k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
+    assert [k.kind for k in SPEC.kernels.values()] == ["bf16gemm"] * 6 + ["f16gemm"]
+    assert all(k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
     assert SPEC.targets == "provisional" and SPEC.requires_gpu
     assert SPEC.kernel("swizzle").counter.relative_to == "mma"
 
@@ -45,20 +46,23 @@ def test_check_shapes_are_multiples_of_each_tile():
         assert any(m != n for m, n, _ in kernel.check_shapes), kid
 
 
-def test_problem_kind():
-    kind = problem("bf16gemm")
+@pytest.mark.parametrize("name", ["bf16gemm", "f16gemm"])
+def test_problem_kinds(name):
+    kind = problem(name)
     assert kind.work((4096, 4096, 4096)) == 2 * 4096 ** 3 and kind.work_unit == "FLOP"
     assert kind.grid((640, 128, 1056), (64, 64)) == (2, 10, 1)
     assert kind.roof is None                       # the FP32 peak does not bound tensor cores
     assert kind.sass_requirements == ("tensor_cores",)
+    assert kind.signature == f"(float* C, const {name[:-4]}* A, const {name[:-4]}* B, int M, int N, int K)"
 
 
-def test_inputs_are_bf16_and_fenced_with_nan():
-    a, b = problem("bf16gemm").make_inputs((48, 32, 16), torch.Generator().manual_seed(1))
-    assert a.dtype == b.dtype == torch.bfloat16 and a.shape == (48, 16) and b.shape == (16, 32)
+@pytest.mark.parametrize("name, dtype", [("bf16gemm", torch.bfloat16), ("f16gemm", torch.float16)])
+def test_inputs_are_16_bit_and_fenced_with_nan(name, dtype):
+    a, b = problem(name).make_inputs((48, 32, 16), torch.Generator().manual_seed(1))
+    assert a.dtype == b.dtype == dtype and a.shape == (48, 16) and b.shape == (16, 32)
     for t in (a, b):
         base = t.untyped_storage()
-        whole = torch.tensor([], dtype=torch.bfloat16).set_(base)
+        whole = torch.tensor([], dtype=dtype).set_(base)
         assert torch.isnan(whole[:KIND.INPUT_GUARD]).all() and torch.isnan(whole[-KIND.INPUT_GUARD:]).all()
         assert not torch.isnan(t).any()
 
@@ -93,7 +97,7 @@ def test_fp32_accumulation_passes_at_k_4096(chunk, rounding):
     16-deep MMA; measured here: relative Frobenius error at most 1.6e-5 (truncating each product), under 1e-4."""
     a, b, expected = _case(64, 64, 4096)
     round_fn = (lambda x: x.float().double()) if rounding == "nearest" else _to_fp32_toward_zero
-    assert KIND.bf16_gemm_mismatch(_accumulated(a, b, chunk, round_fn), expected) == ""
+    assert KIND.products_mismatch(_accumulated(a, b, chunk, round_fn), expected) == ""
 
 
 @pytest.mark.parametrize("k", [32, 1024, 4096])
@@ -101,13 +105,13 @@ def test_fp16_accumulation_is_rejected(k):
     """The fp16_accumulate known-wrong kernel's arithmetic: each 32-deep slab summed in fp32, the running sum
     kept in fp16."""
     a, b, expected = _case(64, 64, k)
-    why = KIND.bf16_gemm_mismatch(_accumulated(a, b, 32, lambda x: x.half().double()), expected)
+    why = KIND.products_mismatch(_accumulated(a, b, 32, lambda x: x.half().double()), expected)
     assert "relative Frobenius error" in why and "allowed 0.0001" in why
 
 
 def test_bf16_output_is_rejected():
     a, b, expected = _case(64, 64, 1024)
-    assert "relative Frobenius error" in KIND.bf16_gemm_mismatch(expected.c.bfloat16().float(), expected)
+    assert "relative Frobenius error" in KIND.products_mismatch(expected.c.bfloat16().float(), expected)
 
 
 @pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
@@ -116,7 +120,7 @@ def test_element_bound_edge(factor, ok):
     out = expected.c.float().clone()
     bound = float(KIND.element_bound(256) * (a.double().abs() @ b.double().abs())[5, 7])
     out[5, 7] = float(expected.c[5, 7]) + factor * bound
-    why = KIND.bf16_gemm_mismatch(out, expected)
+    why = KIND.products_mismatch(out, expected)
     assert (why == "") == ok, why
     if not ok:
         assert "1 of 6144 values outside the fp32-accumulation tolerance; first at C[5][7]" in why
@@ -126,7 +130,7 @@ def test_element_bound_edge(factor, ok):
 def test_frobenius_edge(factor, ok):
     a, b, expected = _case(64, 96, 1024)
     out = (expected.c * (1 + factor * KIND.FROBENIUS_RTOL)).float()
-    why = KIND.bf16_gemm_mismatch(out, expected)
+    why = KIND.products_mismatch(out, expected)
     assert (why == "") == ok, why
 
 
@@ -134,10 +138,10 @@ def test_nan_and_wrong_tiles_fail():
     a, b, expected = _case(64, 64, 64)
     out = expected.c.float().clone()
     out[3, 4] = float("nan")
-    assert "1 of 4096 values are NaN" in KIND.bf16_gemm_mismatch(out, expected)
+    assert "1 of 4096 values are NaN" in KIND.products_mismatch(out, expected)
     skipped = _accumulated(a[:, :48], b[:48], 16, lambda x: x)   # the last 16-deep tile of K skipped
-    assert "outside the fp32-accumulation tolerance" in KIND.bf16_gemm_mismatch(skipped, expected)
-    assert "outside" in KIND.bf16_gemm_mismatch(expected.c.float().T.contiguous(), expected)
+    assert "outside the fp32-accumulation tolerance" in KIND.products_mismatch(skipped, expected)
+    assert "outside" in KIND.products_mismatch(expected.c.float().T.contiguous(), expected)
 
 
 # --- compiled code ------------------------------------------------------------------------------------

@@ -22,22 +22,23 @@ TRACK = "tensorcores"
 
 INTRO = """# The tensor-core worklog
 
-Six bf16 matrix-multiply kernels on the tensor cores, from WMMA to a pipelined `mma.sync` kernel, graded
-as a fraction of cuBLAS in the same precision. `C = A @ B` with `A` M x K and `B` K x N in bfloat16, both
-row-major, and `C` M x N in fp32, row-major, accumulated in fp32. Every kernel has the signature
+Six bf16 matrix-multiply kernels on the tensor cores, from WMMA to a pipelined `mma.sync` kernel, then the
+last one in fp16 (the precision menu), graded as a fraction of cuBLAS in the same precision. `C = A @ B`
+with `A` M x K and `B` K x N in bfloat16 (fp16 in the last step), both row-major, and `C` M x N in fp32,
+row-major, accumulated in fp32. Every bf16 kernel has the signature
 
     extern "C" __global__ void NAME{signature}
 
-where `bf16` is `unsigned short`: the raw bits of a bfloat16 (each cell declares it; the grader's NVRTC has
-no `cuda_bf16.h` or `mma.h`, so the tensor-core instructions are written as inline PTX, and the helper
-functions above each kernel show how). The grader compiles each cell with NVRTC and launches it itself: a
-grid of ceil(N / TILE_X) x ceil(M / TILE_Y) blocks of BLOCK_X x BLOCK_Y threads. These four names and each
-step's parameters (`BK`, the K depth of a shared-memory slab; `WM` x `WN`, a warp's tile of C; `STAGES`, the
-pipeline's buffers) are `#define`d before your code.
+where `bf16` is `unsigned short`: the raw bits of a bfloat16 (`f16` in the fp16 step; each cell declares it;
+the grader's NVRTC has no `cuda_bf16.h` or `mma.h`, so the tensor-core instructions are written as inline PTX,
+and the helper functions above each kernel show how). The grader compiles each cell with NVRTC and launches it
+itself: a grid of ceil(N / TILE_X) x ceil(M / TILE_Y) blocks of BLOCK_X x BLOCK_Y threads. These four names
+and each step's parameters (`BK`, the K depth of a shared-memory slab; `WM` x `WN`, a warp's tile of C;
+`STAGES`, the pipeline's buffers) are `#define`d before your code.
 
 **Correct** means: on fresh random matrices of several shapes, every element of C within 4 K 2^-24 (|A| @
-|B|) of the float64 product of the same bf16 inputs, and a relative Frobenius error below 1e-4. Products of
-two bf16 values are exact in fp32, so that bound is fp32 accumulation's own (K additions, each off by at
+|B|) of the float64 product of the same inputs, and a relative Frobenius error below 1e-4. Products of
+two bf16 (or fp16) values are exact in fp32, so that bound is fp32 accumulation's own (K additions, each off by at
 most 2^-24, twice that when the tensor cores truncate), with a factor 2 to spare; an fp16 accumulator
 misses the Frobenius bound by far. C is filled with NaN before every run and fenced by guard bands, so an
 element you never write, or a write outside C, fails. Correctness is checked again after timing.
@@ -69,9 +70,10 @@ def _sizes(kernel: KernelSpec) -> str:
             + ", ".join(" x ".join(map(str, s)) for s in kernel.check_shapes) + ".")
 
 
-def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list) -> str:
+def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list, first_kind: str) -> str:
     """The step's markdown: title, what it does and its hypothesis from the reference's leading comment, then
-    launch, sizes, speed, structure and counter lines from the spec."""
+    launch, sizes, speed, structure and counter lines from the spec (and the signature, where its kind is not
+    the first step's)."""
     title, _, rest = nb.leading_comment(kernel.reference.read_text()).partition(": ")
     what, _, hypothesis = rest.partition(" Hypothesis: ")
     hypothesis, _, after = hypothesis.partition(" The launch")
@@ -83,6 +85,8 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list) -
              f"* **Launch:** {g.block[0]} x {g.block[1]} threads per block, a {g.tile[1]} x {g.tile[0]} tile of C "
              f"per block{params}.",
              "* " + _sizes(kernel),
+             *([f"* **Signature:** `extern \"C\" __global__ void {kernel.function}{problem(kernel.kind).signature}`, "
+                f"timed against {problem(kernel.kind).baseline_name}."] if kernel.kind != first_kind else []),
              f"* **Speed:** full marks at {kernel.target:g} of cuBLAS, none below {kernel.floor:g}{provisional}; "
              f"{kernel.points_correct:g} point for a correct kernel, up to {kernel.points_perf:g} for speed."]
     for check in checks:
@@ -99,13 +103,14 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list) -
 def build() -> nbformat.NotebookNode:
     spec = load_spec(TRACK)
     structure = load_structure(TRACK)
-    kind = problem(next(iter(spec.kernels.values())).kind)
+    first_kind = next(iter(spec.kernels.values())).kind
+    kind = problem(first_kind)
     cells = [nb.markdown(INTRO.format(signature=kind.signature, baseline=kind.baseline_name)),
              nb.locked("from graders.cuda_engine.grade import assert_compiles, check, score\n"
                        "from graders.cuda_engine.structure import check_sass", "setup")]
     for n, (kid, kernel) in enumerate(spec.kernels.items(), start=1):
         checks = [c for c in structure.checks.values() if c.kernel == kid]
-        cells.append(nb.markdown(_statement(n, kernel, spec, checks)))
+        cells.append(nb.markdown(_statement(n, kernel, spec, checks, first_kind)))
         cells += nb.cuda_kernel_cells(TRACK, kernel)
         for check in checks:
             cells.append(nb.graded_test(nb.assert_compiles(TRACK, kid), f"check_sass({TRACK!r}, {check.id!r}, "

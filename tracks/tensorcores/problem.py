@@ -1,4 +1,4 @@
-"""The ``bf16gemm`` problem kind of the tensor-core worklog.
+"""The ``bf16gemm`` problem kind of the tensor-core worklog, and ``f16gemm``, its fp16 twin (the precision menu).
 
 Shape ``(M, N, K)``: ``C = A @ B`` with ``A`` (M x K) and ``B`` (K x N) bfloat16, both row-major, and ``C``
 (M x N) fp32, row-major, accumulated in fp32. Kernels are
@@ -7,7 +7,7 @@ Shape ``(M, N, K)``: ``C = A @ B`` with ``A`` (M x K) and ``B`` (K x N) bfloat16
 take packed 16-bit registers anyway). Timed against cuBLAS through ``torch.mm(A, B, out_dtype=float32)``:
 the same bf16 inputs, fp32 accumulation and fp32 output. Work in FLOPs (2 M N K).
 
-Tolerance (`bf16_gemm_mismatch`). The inputs are bf16 values; the reference is their product in float64.
+Tolerance (`products_mismatch`). The inputs are bf16 values; the reference is their product in float64.
 A product of two bf16 values (8-bit significands) is exact in fp32 (24 bits), so the only error of a kernel
 that accumulates in fp32 is its K - 1 additions: at most K u (|A| @ |B|)[i][j] with u = 2^-24 for
 round-to-nearest, and 2 K u for the truncating additions tensor cores may use inside an MMA. Every element
@@ -16,6 +16,9 @@ loose for random inputs, which catches a wrong index or a skipped tile. The rela
 under ``FROBENIUS_RTOL``: in the emulations of `tests/tracks/test_tensorcores.py` (64 x 64, K = 4096), an fp32
 accumulator gives 6e-7 rounding to nearest and 1.6e-5 truncating after every product (5e-6 truncating per
 16-deep MMA), while an fp16 running sum gives 1.7e-3, sixteen times the bound.
+
+``f16gemm`` is the same with fp16 inputs (``f16`` = ``unsigned short``) and ``torch.mm`` of fp16 as its
+baseline; fp16 products (11-bit significands) are exact in fp32 too, so the tolerance is the same.
 
 No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
 runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
@@ -34,8 +37,8 @@ INPUT_GUARD = 1 << 19        # NaN bf16 values fenced before and after A and B (
 
 
 @dataclass(frozen=True)
-class Bf16GemmExpected:
-    """The float64 product of the bf16 inputs and each element's error allowance."""
+class ProductsExpected:
+    """The float64 product of the inputs (bf16 or fp16 values) and each element's error allowance."""
 
     c: Tensor       # float64, M x N
     bound: Tensor   # float64, M x N
@@ -46,26 +49,29 @@ def element_bound(k: int) -> float:
     return ELEMENT_FACTOR * k * UNIT_ROUNDOFF
 
 
-def _fenced_bf16(rows: int, cols: int, gen: Any) -> Tensor:
-    """A random bf16 rows x cols matrix inside a NaN-filled buffer: a read past either end gives NaN."""
+def _fenced(rows: int, cols: int, gen: Any, dtype: str) -> Tensor:
+    """A random rows x cols matrix of torch dtype ``dtype`` inside a NaN-filled buffer: a read past either end
+    gives NaN."""
     import torch
-    buffer = torch.full((rows * cols + 2 * INPUT_GUARD,), float("nan"), device=gen.device, dtype=torch.bfloat16)
+    buffer = torch.full((rows * cols + 2 * INPUT_GUARD,), float("nan"), device=gen.device, dtype=getattr(torch, dtype))
     body = buffer[INPUT_GUARD:INPUT_GUARD + rows * cols]
     body.copy_(torch.randn(rows * cols, generator=gen, device=gen.device, dtype=torch.float32))
     return body.view(rows, cols)
 
 
-def _inputs(shape: Shape, gen: Any) -> list[Tensor]:
-    m, n, k = shape
-    return [_fenced_bf16(m, k, gen), _fenced_bf16(k, n, gen)]
+def _inputs(dtype: str):
+    def make(shape: Shape, gen: Any) -> list[Tensor]:
+        m, n, k = shape
+        return [_fenced(m, k, gen, dtype), _fenced(k, n, gen, dtype)]
+    return make
 
 
-def _reference(inputs: list[Tensor]) -> Bf16GemmExpected:
+def _reference(inputs: list[Tensor]) -> ProductsExpected:
     a, b = (t.double() for t in inputs)
-    return Bf16GemmExpected(a @ b, element_bound(a.shape[1]) * (a.abs() @ b.abs()) + 1e-30)
+    return ProductsExpected(a @ b, element_bound(a.shape[1]) * (a.abs() @ b.abs()) + 1e-30)
 
 
-def bf16_gemm_mismatch(out: Tensor, expected: Bf16GemmExpected) -> str:
+def products_mismatch(out: Tensor, expected: ProductsExpected) -> str:
     """'' if fp32 ``out`` is the product within the tolerances above, else what is wrong (NaN always is)."""
     import torch
     c = expected.c
@@ -91,7 +97,8 @@ def bf16_gemm_mismatch(out: Tensor, expected: Bf16GemmExpected) -> str:
     return "; ".join(parts)
 
 
-def _cublas_bf16(out: Tensor, inputs: list[Tensor]) -> None:
+def _cublas(out: Tensor, inputs: list[Tensor]) -> None:
+    """cuBLAS with the inputs' dtype, fp32 accumulation and fp32 output."""
     import torch
     if out.is_cuda:
         torch.mm(inputs[0], inputs[1], out_dtype=torch.float32, out=out)
@@ -99,22 +106,24 @@ def _cublas_bf16(out: Tensor, inputs: list[Tensor]) -> None:
         torch.mm(inputs[0].float(), inputs[1].float(), out=out)
 
 
-BF16_GEMM = Problem(
-    kind="bf16gemm",
-    signature="(float* C, const bf16* A, const bf16* B, int M, int N, int K)",
-    shape_names=("M", "N", "K"),
-    make_inputs=_inputs,
-    out_shape=lambda s: (s[0], s[1]),
-    reference=_reference,
-    baseline=_cublas_bf16,
-    baseline_name="cuBLAS bf16 GEMM (torch.mm, fp32 out)",
-    work=lambda s: 2 * s[0] * s[1] * s[2],
-    work_unit="FLOP",
-    sizes=lambda s: (s[0], s[1], s[2]),
-    grid=lambda s, tile: (-(-s[1] // tile[0]), -(-s[0] // tile[1]), 1),   # x over N (columns), y over M
-    compare=bf16_gemm_mismatch,
-    roof=None,
-    sass_requirements=("tensor_cores",),
-)
+def _gemm(kind: str, dtype: str, c_type: str) -> Problem:
+    return Problem(
+        kind=kind,
+        signature=f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)",
+        shape_names=("M", "N", "K"),
+        make_inputs=_inputs(dtype),
+        out_shape=lambda s: (s[0], s[1]),
+        reference=_reference,
+        baseline=_cublas,
+        baseline_name=f"cuBLAS {c_type} GEMM (torch.mm, fp32 out)",
+        work=lambda s: 2 * s[0] * s[1] * s[2],
+        work_unit="FLOP",
+        sizes=lambda s: (s[0], s[1], s[2]),
+        grid=lambda s, tile: (-(-s[1] // tile[0]), -(-s[0] // tile[1]), 1),   # x over N (columns), y over M
+        compare=products_mismatch,
+        roof=None,
+        sass_requirements=("tensor_cores",),
+    )
 
-PROBLEMS = [BF16_GEMM]
+
+PROBLEMS = [_gemm("bf16gemm", "bfloat16", "bf16"), _gemm("f16gemm", "float16", "f16")]
