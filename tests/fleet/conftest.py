@@ -1,11 +1,13 @@
 """Fixtures of the fleet tests: a real redis-server (append-only) per test, one PostgreSQL cluster with a
-database per test, and `workshop worker` processes, all on 127.0.0.1, stopped at the end."""
+database per test (each a copy of one into which the course's assignment was generated once), and `workshop
+worker` processes, all on 127.0.0.1, stopped at the end."""
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
 
+import fleet_course as fc
 import pytest
 
 from workshop.fleet import local
@@ -23,9 +25,18 @@ def postgres():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def course_template(postgres, tmp_path_factory) -> fc.Template:
+    """The cut puzzles course, generated once into a database that each test's gradebook copies."""
+    course, release = fc.make_course(tmp_path_factory.mktemp("template") / "course",
+                                     {"WORKSHOP_GRADEBOOK_URL": postgres.database("course_template")})
+    return fc.Template(course, release, "course_template")
+
+
 @pytest.fixture
-def gradebook_url(postgres, request) -> str:
-    return postgres.database(re.sub(r"\W", "_", request.node.name.lower())[:60])
+def gradebook_url(postgres, request, course_template) -> str:
+    """A gradebook of this test's own, with the cut puzzles assignment already generated into it."""
+    return postgres.database(re.sub(r"\W", "_", request.node.name.lower())[:60], template=course_template.database)
 
 
 @pytest.fixture

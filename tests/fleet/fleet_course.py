@@ -2,8 +2,10 @@
 autogrades fit in CI, and submissions of the reference, the stub and known-wrong cells."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -52,6 +54,19 @@ def make_course(dest: Path, env: dict[str, str] | None = None) -> tuple[Path, nb
     return course, nbformat.read(str(course / "release" / "puzzles" / "puzzles.ipynb"), as_version=4)
 
 
+@dataclass(frozen=True)
+class Template:
+    """A course made once (`make_course`) and the database its assignment was generated into."""
+    course: Path
+    release: nbformat.NotebookNode
+    database: str
+
+    def copy(self, dest: Path) -> tuple[Path, nbformat.NotebookNode]:
+        """The course copied to ``dest`` (its gradebook: a copy of ``database``); it and the released notebook."""
+        shutil.copytree(self.course, dest, symlinks=True)
+        return dest, self.release
+
+
 def submit(course: Path, release: nbformat.NotebookNode, student: str, answers: dict[str, str]) -> Path:
     present = {c.metadata.nbgrader["grade_id"] for c in release.cells if is_solution(c)}
     kept = {k: v for k, v in answers.items() if k in present}
@@ -62,3 +77,43 @@ def class_of(n: int) -> list[tuple[str, dict[str, str], float]]:
     """``n`` students cycling through the kinds: (student, answers, expected total)."""
     return [(f"{KINDS[i % len(KINDS)][0]}-{i:02d}", KINDS[i % len(KINDS)][1](), KINDS[i % len(KINDS)][2])
             for i in range(n)]
+
+
+def formgrader_submissions(course: Path, env: dict[str, str], assignment: str = "puzzles") -> dict[str, dict]:
+    """Each student's submission of ``assignment`` as nbgrader's formgrader serves it (its submissions API:
+    ``score``, ``autograded``, ...), from a Jupyter server started in ``course`` with ``env`` (which names the
+    gradebook it reads)."""
+    import json
+    import secrets
+    import tempfile
+    import time
+    import urllib.request
+
+    from workshop.fleet.local import free_port
+    port, token = free_port(), secrets.token_hex(16)
+    log = tempfile.TemporaryFile("w+")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}"],
+        cwd=course, env={**nbg.nbgrader_env(), **env}, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/formgrader/api/submissions/{assignment}"
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    return {s["student"]: s for s in json.load(answer)}
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"formgrader did not answer at {url}:\n{log.read()[-3000:]}")
+                time.sleep(0.5)
+    finally:
+        server.terminate()
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()

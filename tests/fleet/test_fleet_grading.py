@@ -24,9 +24,10 @@ from workshop.fleet.processes import kill_tree
 HANG = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
 
 
-def _course(tmp_path: Path, env: dict[str, str], n: int) -> tuple[Path, dict[str, float]]:
-    """A course on the fleet's gradebook with ``n`` submissions; the total each must get."""
-    course, release = fc.make_course(tmp_path / "course", {"WORKSHOP_GRADEBOOK_URL": env["WORKSHOP_GRADEBOOK_URL"]})
+def _course(template: fc.Template, tmp_path: Path, n: int) -> tuple[Path, dict[str, float]]:
+    """A copy of the template course (its gradebook is the test's) with ``n`` submissions; the total each must
+    get."""
+    course, release = template.copy(tmp_path / "course")
     expected = {}
     for student, answers, total in fc.class_of(n):
         fc.submit(course, release, student, answers)
@@ -96,11 +97,11 @@ def _wait_running(env: dict[str, str], exclude: str = "") -> dict:
 
 
 @pytest.mark.slow
-def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, workers):
+def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, workers, course_template):
     """20 submissions, two simulator workers, a PostgreSQL gradebook: each graded once, written once, and the
-    totals those of a serial `nbgrader autograde` of the same files."""
+    totals those of a serial `nbgrader autograde` of the same files; nbgrader's export and formgrader read them."""
     url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
-    course, expected = _course(tmp_path, fleet_env, 20)
+    course, expected = _course(course_template, tmp_path, 20)
     started = workers(2, fleet_env)
     out = _finish(_grade(course, fleet_env), timeout=600)
 
@@ -125,6 +126,11 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
         exported = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(f)}
     assert exported == expected
     assert len(list((course / "autograded").glob("*/puzzles/puzzles.ipynb"))) == 20
+    # and formgrader serves the same scores from either gradebook, PostgreSQL and SQLite
+    for folder, gradebook in ((course, url), (serial, f"sqlite:///{tmp_path}/serial.db")):
+        served = fc.formgrader_submissions(folder, {"WORKSHOP_GRADEBOOK_URL": gradebook})
+        assert {s: (sub["score"], sub["autograded"]) for s, sub in served.items()} == \
+            {s: (total, True) for s, total in expected.items()}, gradebook
 
     again = _finish(_grade(course, fleet_env), timeout=60)   # nothing new: nothing sent, nothing written
     assert "20 submission(s) already graded" in again
@@ -132,12 +138,12 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
 
 
 @pytest.mark.slow
-def test_worker_killed_mid_task_is_redelivered(tmp_path, fleet_env, workers):
+def test_worker_killed_mid_task_is_redelivered(tmp_path, fleet_env, workers, course_template):
     """SIGKILL the process grading a submission (its worker requeues it at once), then a whole worker (the
     task comes back after the visibility timeout): every submission graded, none lost, none written twice."""
     env = {**fleet_env, "WORKSHOP_VISIBILITY_TIMEOUT": "30"}
     url = env["WORKSHOP_GRADEBOOK_URL"]
-    course, expected = _course(tmp_path, env, 4)
+    course, expected = _course(course_template, tmp_path, 4)
     started = workers(2, env)
     grading = _grade(course, env)
 
@@ -158,10 +164,10 @@ def test_worker_killed_mid_task_is_redelivered(tmp_path, fleet_env, workers):
 
 
 @pytest.mark.slow
-def test_redis_restart_mid_run_completes(tmp_path, fleet_env, workers, redis):
+def test_redis_restart_mid_run_completes(tmp_path, fleet_env, workers, redis, course_template):
     """Redis (append-only) stops and comes back while workers grade: the run completes, each written once."""
     url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
-    course, expected = _course(tmp_path, fleet_env, 4)
+    course, expected = _course(course_template, tmp_path, 4)
     workers(2, fleet_env)
     grading = _grade(course, fleet_env)
     _wait_running(fleet_env)
@@ -175,12 +181,12 @@ def test_redis_restart_mid_run_completes(tmp_path, fleet_env, workers, redis):
     assert _totals(url) == expected
 
 
-def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, workers):
+def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, workers, course_template):
     """A notebook that will not stop (it ignores interrupts) and one that is not a notebook: each is that
     student's 0 with the reason, graded once, and the student after them is graded as usual."""
     env = {**fleet_env, "WORKSHOP_GRADE_TIME_LIMIT": "15", "WORKSHOP_CELL_TIMEOUT": "600"}
     url = env["WORKSHOP_GRADEBOOK_URL"]
-    course, release = fc.make_course(tmp_path / "course", {"WORKSHOP_GRADEBOOK_URL": url})
+    course, release = course_template.copy(tmp_path / "course")
     fc.submit(course, release, "hang", {**submissions.reference_answers(), "map": HANG})
     broken = course / "submitted" / "crash" / "puzzles"
     broken.mkdir(parents=True)

@@ -135,10 +135,11 @@ class Postgres:
                 raise RuntimeError(f"postgres exited: {(self.folder / 'postgres.log').read_text()[-2000:]}")
             return False
 
-    def database(self, name: str) -> str:
-        """A new empty database; its SQLAlchemy URL."""
+    def database(self, name: str, template: str | None = None) -> str:
+        """A new database, empty or a copy of the database ``template`` (which nothing may be connected to);
+        its SQLAlchemy URL."""
         with self._connect("postgres") as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         return self.url.rsplit("/", 1)[0] + f"/{name}"
 
     def stop(self) -> None:
