@@ -106,7 +106,7 @@ def main() -> None:
                                   if "runs" in row else f"{row['status']}: {row['message']}"), flush=True)
     write_gpu_record(f"regrade-spread-{args.track}", f"{args.regrades} regrades of each {args.track} reference in "
                      "separate grading children, and an independent one-process timer",
-                     {"budget_s": args.budget or spec.time_budget_s, "kernels": kernels})
+                     {"budget_s": args.budget or spec.time_budget_s, "kernels": kernels}, track=args.track)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import ast
 import datetime
 import hashlib
 import json
@@ -17,6 +18,7 @@ import os
 import platform
 import shutil
 import time
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -35,9 +37,69 @@ def grading_code(root: Path = PACKAGE_ROOT) -> str:
     return digest.hexdigest()[:16]
 
 
-def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...] = ()) -> Path:
+def measured_files(track: str, root: Path = PACKAGE_ROOT) -> list[Path]:
+    """What a track's measurements depend on: the grader modules its grading child imports (read from their
+    import statements, also those inside functions: `_imported`), the track's ``problem.py`` and
+    ``solutions/`` (the references measured), and its spec."""
+    engine = tracks.get(track).engine
+    modules = _imported(["graders.sandbox.child", f"graders.{engine}_engine.child"], root)
+    folder = root / "tracks" / track
+    return sorted(modules) + [folder / "problem.py", *sorted(folder.glob("solutions/*.*")), folder / "spec.toml"]
+
+
+def measurement_code(track: str, root: Path = PACKAGE_ROOT) -> str:
+    """A short hash of `measured_files`, the spec read as data without the keys a measurement sets (each kernel's
+    ``target`` and ``floor``, ``targets``, ``measured_in``) or its comments. A record of a measurement carries
+    it; equal hashes: the record describes the measuring code as it is now."""
+    digest = hashlib.sha256()
+    for path in measured_files(track, root):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if path.name == "spec.toml":
+            spec = tomllib.loads(data.decode())
+            spec["assignment"] = {k: v for k, v in spec["assignment"].items()
+                                  if k not in ("target", "floor", "targets", "measured_in")}
+            spec["kernel"] = [{k: v for k, v in kernel.items() if k not in ("target", "floor")}
+                              for kernel in spec.get("kernel", [])]
+            data = json.dumps(spec, sort_keys=True).encode()
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _imported(modules: list[str], root: Path) -> set[Path]:
+    """The files of ``modules`` and of every ``graders`` module they import, transitively."""
+    found: set[Path] = set()
+    todo = list(modules)
+    while todo:
+        name = todo.pop()
+        path = _module_file(name, root)
+        if path is None or path in found:
+            continue
+        found.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                todo += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return found
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    if name.split(".")[0] != "graders":
+        return None
+    base = root.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...] = (),
+                     track: str | None = None) -> Path:
     """Write ``<prefix>-<date-time>.json``: ``what``, the GPU, the date, the versions (the grader's, and
-    ``dists``'), then ``fields``. Returns its path in benchmarks/results."""
+    ``dists``'), the grading code, with ``track`` that track's `measurement_code`, then ``fields``. Returns its
+    path in benchmarks/results."""
     from graders.cuda_engine.timing import versions
     from graders.gpu import detect_gpu
     gpu = detect_gpu()
@@ -49,7 +111,8 @@ def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...
             found[dist] = None
     now = datetime.datetime.now(datetime.timezone.utc)
     record = {"what": what, "gpu": gpu.name if gpu else None, "date": now.isoformat(timespec="seconds"),
-              "python": platform.python_version(), "versions": found, "grading_code": grading_code(), **fields}
+              "python": platform.python_version(), "versions": found, "grading_code": grading_code(),
+              **({"track": track, "measurement_code": measurement_code(track)} if track else {}), **fields}
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{prefix}-{now:%Y%m%d-%H%M%S}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
@@ -96,6 +159,7 @@ def new_gemm_record(environment: dict | None) -> dict:
     gpu = detect_gpu()
     return {"gpu": (environment or {}).get("gpu") or (gpu.name if gpu else None),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment, "grading_code": grading_code(),
+            "track": "gemm", "measurement_code": measurement_code("gemm"),
             "targets_in_spec": spec.targets, "graded_shape": label(next(iter(spec.kernels.values())).perf_shape),
             "sizes": {}}
 

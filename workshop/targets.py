@@ -7,7 +7,8 @@ target becomes ``fraction`` x its ratio (the lowest ratio when several records a
 significant digits, so that its reference earns full marks run after run. With ``write``, only the
 ``target = ...`` lines of the spec's ``[[kernel]]`` tables whose value changes are rewritten (a kernel
 without one gets one after its ``id``), comments and all else kept, and ``[assignment]`` says
-``targets = "measured"``.
+``targets = "measured"`` and ``measured_in`` names the records. A record must carry the track's current
+`workshop.records.measurement_code`: targets are never set from numbers the current code did not measure.
 """
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ import re
 from pathlib import Path
 
 from graders.cuda_engine.spec import AssignmentSpec, load_spec
+from graders.settings import PACKAGE_ROOT
+from workshop.records import measurement_code
 
 _TABLE = re.compile(r"^\s*\[\[?\s*[A-Za-z_][\w.-]*\s*\]\]?\s*(#.*)?$")   # a table header line
 _ID = re.compile(r'^\s*id\s*=\s*"([^"]+)"')
 _TARGET = re.compile(r"^(\s*target\s*=\s*)([^#\n]*?)(\s*(?:#.*)?)$")
 _TARGETS = re.compile(r"^(\s*targets\s*=\s*)[^#\n]*?(\s*(?:#.*)?)$")
+_MEASURED_IN = re.compile(r"^\s*measured_in\s*=")
 
 
 class TargetsError(ValueError):
@@ -60,9 +64,9 @@ def new_targets(ratios: dict[str, float], fraction: float) -> dict[str, float]:
     return {kid: float(f"{fraction * ratio:.2g}") for kid, ratio in ratios.items()}
 
 
-def rewrite_spec(text: str, targets: dict[str, float]) -> str:
-    """The spec's text with each ``[[kernel]]`` table's target set from ``targets`` (by kernel id) and
-    ``targets = "measured"`` in ``[assignment]``; every other line as it was."""
+def rewrite_spec(text: str, targets: dict[str, float], records: list[str]) -> str:
+    """The spec's text with each ``[[kernel]]`` table's target set from ``targets`` (by kernel id), and
+    ``targets = "measured"`` and ``measured_in = records`` in ``[assignment]``; every other line as it was."""
     lines = text.splitlines(keepends=True)
     tables = [i for i, line in enumerate(lines) if _TABLE.match(line)] + [len(lines)]
     out = lines[:tables[0]]
@@ -70,7 +74,7 @@ def rewrite_spec(text: str, targets: dict[str, float]) -> str:
         block = lines[start:end]
         header = block[0].strip()
         if header == "[assignment]":
-            block = _set_measured(block)
+            block = _set_measured(block, records)
         elif header == "[[kernel]]":
             kid = next((m.group(1) for m in map(_ID.match, block) if m), None)
             if kid in targets:
@@ -90,16 +94,24 @@ def _set_target(block: list[str], target: float) -> list[str]:
     return block[:at] + [f"target = {target:g}\n"] + block[at:]
 
 
-def _set_measured(block: list[str]) -> list[str]:
+def _set_measured(block: list[str], records: list[str]) -> list[str]:
+    block = [line for line in block if not _MEASURED_IN.match(line)]
+    measured = ['targets = "measured"\n', f"measured_in = {json.dumps(records)}\n"]
     for i, line in enumerate(block):
         if _TARGETS.match(line):
-            return block[:i] + [_TARGETS.sub(r'\g<1>"measured"\g<2>', line)] + block[i + 1:]
-    return block[:1] + ['targets = "measured"\n'] + block[1:]
+            return block[:i] + [_TARGETS.sub(r'\g<1>"measured"\g<2>', line), measured[1]] + block[i + 1:]
+    return block[:1] + measured + block[1:]
 
 
 def run(spec_path: Path, records: list[Path], fraction: float, write: bool) -> int:
     """Print each kernel's measured ratio and new target (and with ``write``, write them into the spec)."""
     spec = load_spec(spec_path)
+    track = spec.name
+    for path in records:
+        made_with = json.loads(Path(path).read_text()).get("measurement_code")
+        if made_with != measurement_code(track):
+            raise TargetsError(f"{path} was made with measuring code {made_with}, not the current "
+                               f"{measurement_code(track)} of {track}: measure again")
     ratios = lowest_ratios(records, spec)
     targets = new_targets(ratios, fraction)
     print(f"{spec.path}: target = {fraction:g} x the measured ratio"
@@ -113,12 +125,18 @@ def run(spec_path: Path, records: list[Path], fraction: float, write: bool) -> i
         if targets[kid] <= kernel.floor:
             raise TargetsError(f"{kid}: the new target {targets[kid]:g} is not above its floor {kernel.floor:g}")
     if write:
-        spec.path.write_text(rewrite_spec(spec.path.read_text(), targets))
+        named = [_repo_relative(Path(p)) for p in records]
+        spec.path.write_text(rewrite_spec(spec.path.read_text(), targets, named))
         load_spec(spec.path)   # the edited spec still reads
         print(f"wrote {spec.path}")
     else:
         print("(nothing written: --write sets them in the spec)")
     return 0
+
+
+def _repo_relative(path: Path) -> str:
+    path = path.resolve()
+    return path.relative_to(PACKAGE_ROOT).as_posix() if path.is_relative_to(PACKAGE_ROOT) else str(path)
 
 
 def _shape(label: str) -> tuple[int, ...]:

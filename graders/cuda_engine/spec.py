@@ -2,14 +2,16 @@
 
 ``[assignment]`` holds defaults every kernel inherits (``check_shapes``, ``perf_shape``, ``block``, ``tile``,
 ``floor``, ``target``, points) plus ``time_budget_s``, ``requires_gpu`` and ``targets`` ("provisional" until
-measured on the worker GPU, then "measured"). Each ``[[kernel]]`` gives ``id`` (the nbgrader grade_id of its
-test cell), ``function`` (the ``extern "C"`` name), ``kind`` (a key of `graders.cuda_engine.problems.kinds`,
-defined by a track's ``problem.py``) and may override any default. Geometry: ``block`` is the threads of a
-block (x, y), ``tile`` the elements one block covers (x = columns, y = rows), a multiple of ``block`` (so each
-thread handles tile/block elements); the grid follows from the shape. ``student_geometry = true`` lets the
-student pick block and tile (the spec's are defaults). The kernel sees them as ``BLOCK_X``, ``BLOCK_Y``,
-``TILE_X``, ``TILE_Y``. ``params`` (a table of NAME = positive int, e.g. ``{ BK = 8 }``) are more compile-time
-parameters, ``#define``d the same way; with ``student_geometry`` the student may set them too.
+measured on the worker GPU, then "measured", with ``measured_in`` naming the records they come from, which must
+describe the current measuring code: `workshop.records.measurement_code`). Each ``[[kernel]]`` gives ``id`` (the
+nbgrader grade_id of its test cell), ``function`` (the ``extern "C"`` name), ``kind`` (a key of
+`graders.cuda_engine.problems.kinds`, defined by a track's ``problem.py``) and may override any default. Geometry:
+``block`` is the threads of a block (x, y), ``tile`` the elements one block covers (x = columns, y = rows), a
+multiple of ``block`` (so each thread handles tile/block elements); the grid follows from the shape.
+``student_geometry = true`` lets the student pick block and tile (the spec's are defaults). The kernel sees them
+as ``BLOCK_X``, ``BLOCK_Y``, ``TILE_X``, ``TILE_Y``. ``params`` (a table of NAME = positive int, e.g.
+``{ BK = 8 }``) are more compile-time parameters, ``#define``d the same way; with ``student_geometry`` the student
+may set them too.
 
 Perf curve: ``floor`` and ``target`` are ratios of the kernel's speed to the problem's baseline measured
 in the same run (see `graders.cuda_engine.scoring`).
@@ -32,7 +34,7 @@ from graders.cuda_engine.problems import kinds, problem
 
 MAX_THREADS = 1024
 
-_ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets"}
+_ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets", "measured_in"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
               "points_perf", "student_geometry", "params"}
 _KERNEL_KEYS = {"id", "function", "kind", "reference", "counter"} | _INHERITED
@@ -96,6 +98,7 @@ class AssignmentSpec:
     time_budget_s: float
     targets: str
     kernels: dict[str, KernelSpec]
+    measured_in: tuple[str, ...] = ()   # with targets = "measured": the records (repo-relative) they come from
 
     def kernel(self, kernel_id: str) -> KernelSpec:
         try:
@@ -141,6 +144,12 @@ def parse_spec(data: dict, path: Path) -> AssignmentSpec:
     targets = top.get("targets", "provisional")
     if targets not in ("provisional", "measured"):
         raise SpecError(f"{path} [assignment]: targets must be 'provisional' or 'measured', not {targets!r}")
+    measured_in = top.get("measured_in", [])
+    if not isinstance(measured_in, list) or not all(isinstance(r, str) for r in measured_in):
+        raise SpecError(f"{path} [assignment]: measured_in must be a list of record paths")
+    if (targets == "measured") != bool(measured_in):
+        raise SpecError(f"{path} [assignment]: targets = \"measured\" needs measured_in, the records they come "
+                        "from (written by `workshop targets ... --write`), and only then")
     kernels: dict[str, KernelSpec] = {}
     for i, raw in enumerate(kernels_raw):
         where = f"{path} [[kernel]] #{i + 1}" + (f" ({raw['id']})" if isinstance(raw.get("id"), str) else "")
@@ -159,6 +168,7 @@ def parse_spec(data: dict, path: Path) -> AssignmentSpec:
         time_budget_s=float(_number(top, "time_budget_s", f"{path} [assignment]", default=10.0, positive=True)),
         targets=targets,
         kernels=kernels,
+        measured_in=tuple(measured_in),
     )
 
 

@@ -37,7 +37,7 @@ def load_text(tmp_path: Path, text: str):
 def test_transpose_spec_lists_the_ladder():
     spec = load_spec("transpose")
     assert list(spec.kernels) == ["copy", "naive", "tiled", "padded", "best"]
-    assert spec.requires_gpu and spec.targets == "measured"
+    assert spec.requires_gpu
     for kernel in spec.kernels.values():
         assert kernel.reference is not None and kernel.reference.exists()
         assert kernel.floor < kernel.target

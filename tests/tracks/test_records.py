@@ -2,7 +2,14 @@
 the grading code each record is made with."""
 from __future__ import annotations
 
-from workshop.records import WARPTILING_GOAL, warptiling_goal_line
+import json
+import re
+import shutil
+
+from graders import tracks
+from graders.cuda_engine.spec import load_spec
+from graders.settings import RESULTS, ROOT
+from workshop.records import WARPTILING_GOAL, grading_code, measurement_code, warptiling_goal_line
 
 
 def test_goal_verdict_at_and_around_the_goal():
@@ -28,3 +35,55 @@ def test_grading_code_hash_follows_the_grading_files(tmp_path):
     (tmp_path / "graders" / "rule.py").write_text("LIMIT = 1\n")
     (tmp_path / "tracks" / "t" / "spec.toml").write_text("[assignment]\ntargets = 'measured'\n")
     assert grading_code(tmp_path) != before
+
+
+RECORD_NAME = re.compile(r"benchmarks/results/([\w.-]+-\d{8}-\d{6}\.json)")   # a dated record a text points at
+
+
+def test_measured_targets_rest_on_records_of_the_current_measuring_code():
+    """A spec whose targets are "measured" names its records (``measured_in``); each must exist and carry the
+    `measurement_code` of the code as it is now. Otherwise the targets are older than the code they describe:
+    re-measure on a GPU worker (benchmarks/regrade_spread.py, then `workshop targets --write`), or say
+    targets = "provisional"."""
+    for track in tracks.all_tracks():
+        if track.engine != "cuda":
+            continue
+        spec = load_spec(track.name)
+        for name in spec.measured_in:
+            record = json.loads((ROOT / name).read_text())
+            assert record.get("track") == track.name, f"{spec.path}: {name} is not a record of {track.name}"
+            assert record.get("measurement_code") == measurement_code(track.name), (
+                f"{spec.path}: its targets come from {name}, made with measuring code "
+                f"{record.get('measurement_code')}, but the code is now {measurement_code(track.name)}")
+
+
+def test_records_the_readmes_point_at_describe_the_current_code():
+    for readme in [ROOT / "README.md", *sorted(ROOT.glob("tracks/*/README.md"))]:
+        for name in RECORD_NAME.findall(readme.read_text()):
+            record = json.loads((RESULTS / name).read_text())
+            if "track" in record:
+                assert record["measurement_code"] == measurement_code(record["track"]), f"{readme}: {name} is stale"
+            else:
+                assert record.get("grading_code") == grading_code(), f"{readme}: {name} is older than the code"
+
+
+def test_the_measurement_code_follows_what_a_measurement_depends_on(tmp_path):
+    """The grading child's modules, the references and the spec's data count; targets, floors, comments, the
+    known-wrong solutions and modules the child does not import do not."""
+    root = tmp_path
+    shutil.copytree(ROOT / "graders", root / "graders", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tracks" / "vecadd", root / "tracks" / "vecadd")
+    before = measurement_code("vecadd", root)
+    spec = root / "tracks/vecadd/spec.toml"
+    text = spec.read_text()
+    spec.write_text("# a new comment\n" + text.replace("target = 0.76", "target = 0.5").replace(
+        'targets = "measured"', 'targets = "provisional"'))
+    (root / "tracks/vecadd/solutions/wrong/new_mistake.cu").write_text("// not measured\n")
+    (root / "graders/numba_engine/child.py").write_text("# not imported by the CUDA child\n")
+    assert measurement_code("vecadd", root) == before
+    for changed in [lambda: spec.write_text(text.replace("perf_shape = [67108864]", "perf_shape = [1048576]")),
+                    lambda: (root / "tracks/vecadd/solutions/add.cu").write_text("// another reference\n"),
+                    lambda: (root / "graders/cuda_engine/timing.py").write_text("# another timer\n")]:
+        changed()
+        assert measurement_code("vecadd", root) != before
+        before = measurement_code("vecadd", root)

@@ -1,73 +1,101 @@
-"""``workshop targets``: the specs' targets follow from the committed benchmark records, as their comments say."""
+"""``workshop targets``: a spec's targets from benchmark records made by the current measuring code."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
-from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.spec import SpecError, load_spec
 from graders.settings import RESULTS, TRACKS
 from workshop import targets
 from workshop.cli import main
+from workshop.records import measurement_code
 
-TRANSPOSE_RECORD = RESULTS / "transpose-20261202-132019.json"   # the run the transpose spec's comment names
-GEMM_RECORD = RESULTS / "gemm-20261202-153234.json"
+TRANSPOSE_RATIOS = RESULTS / "transpose-20261202-132019.json"   # ratios of a real run, in the benchmark's format
+GEMM_RATIOS = RESULTS / "gemm-20261202-153234.json"
+
+
+def current(record: Path, track: str, folder: Path, name: str = "") -> Path:
+    """``record``'s ratios as a record of the current measuring code (a copy in ``folder``)."""
+    data = json.loads(record.read_text()) | {"track": track, "measurement_code": measurement_code(track)}
+    path = folder / (name or record.name)
+    path.write_text(json.dumps(data))
+    return path
 
 
 def printed_targets(out: str) -> dict[str, float]:
     return {kid: float(value) for kid, value in re.findall(r"^  (\w+) +ratio [\d.]+  target = ([\d.]+)", out, re.M)}
 
 
-@pytest.mark.parametrize("track, record, fraction",
-                         [("transpose", TRANSPOSE_RECORD, 0.95), ("gemm", GEMM_RECORD, 0.92)])
-def test_printed_targets_are_the_specs(track, record, fraction, capsys):
-    """About 95% (transpose) and 0.92 x (gemm) of each reference's measured ratio, as the specs' comments say."""
-    spec = load_spec(track)
-    assert main(["targets", track, str(record), "--fraction", str(fraction)]) == 0
-    out = capsys.readouterr().out
-    assert printed_targets(out) == {kid: k.target for kid, k in spec.kernels.items()}
-    assert "nothing written" in out
+def test_a_record_of_other_measuring_code_is_refused(tmp_path, capsys):
+    """Its ratios were measured by code that is no longer the grader's: no target may come from them."""
+    assert main(["targets", "transpose", str(TRANSPOSE_RATIOS)]) == 2
+    assert "was made with measuring code None, not the current" in capsys.readouterr().err
+    stale = json.loads(current(TRANSPOSE_RATIOS, "transpose", tmp_path).read_text()) | {"measurement_code": "0" * 16}
+    (tmp_path / "stale.json").write_text(json.dumps(stale))
+    assert main(["targets", "transpose", str(tmp_path / "stale.json")]) == 2
+    assert "was made with measuring code 0000000000000000" in capsys.readouterr().err
 
 
-def test_write_changes_only_the_target_lines(tmp_path, capsys):
+def test_write_changes_only_the_target_lines_and_names_the_records(tmp_path, capsys):
     spec_file = tmp_path / "spec.toml"
     original = (TRACKS / "transpose" / "spec.toml").read_text()
-    spec_file.write_text(original.replace('targets = "measured"', 'targets = "provisional"  # until measured'))
-    assert targets.run(spec_file, [TRANSPOSE_RECORD], 0.9, write=True) == 0
+    spec_file.write_text(original.replace('targets = "provisional"', 'targets = "provisional"  # until measured'))
+    record = current(TRANSPOSE_RATIOS, "transpose", tmp_path)
+    assert targets.run(spec_file, [record], 0.9, write=True) == 0
     new = printed_targets(capsys.readouterr().out)
     spec = load_spec(spec_file)
-    assert spec.targets == "measured"
+    assert spec.targets == "measured" and spec.measured_in == (str(record),)
     assert {kid: k.target for kid, k in spec.kernels.items()} == new
     assert new == {"copy": 0.87, "naive": 0.12, "tiled": 0.38, "padded": 0.76, "best": 0.84}
-    changed = [(a, b) for a, b in zip(original.splitlines(), spec_file.read_text().splitlines()) if a != b]
-    assert len(original.splitlines()) == len(spec_file.read_text().splitlines())
-    assert changed == [('targets = "measured"', 'targets = "measured"  # until measured'),
+    lines = spec_file.read_text().splitlines()
+    at = lines.index(f"measured_in = {json.dumps([str(record)])}")
+    assert lines[at - 1] == 'targets = "measured"  # until measured'
+    changed = [(a, b) for a, b in zip(original.splitlines(), lines[:at] + lines[at + 1:]) if a != b]
+    assert changed == [('targets = "provisional"', 'targets = "measured"  # until measured'),
                        ("target = 0.92", "target = 0.87"), ("target = 0.40", "target = 0.38"),
                        ("target = 0.80", "target = 0.76"), ("target = 0.89", "target = 0.84")]
+    assert targets.run(spec_file, [record], 0.9, write=True) == 0   # written again: still one measured_in
+    assert sum(line.startswith("measured_in") for line in spec_file.read_text().splitlines()) == 1
 
 
-def test_several_records_take_each_kernels_lowest_ratio():
+def test_several_records_take_each_kernels_lowest_ratio(tmp_path):
     spec = load_spec("gemm")
-    earlier = RESULTS / "gemm-20261202-144842.json"
-    lowest = targets.lowest_ratios([GEMM_RECORD, earlier], spec)
-    one = targets.lowest_ratios([GEMM_RECORD], spec)
+    earlier = current(RESULTS / "gemm-20261202-144842.json", "gemm", tmp_path)
+    later = current(GEMM_RATIOS, "gemm", tmp_path)
+    lowest = targets.lowest_ratios([later, earlier], spec)
+    one = targets.lowest_ratios([later], spec)
     two = targets.lowest_ratios([earlier], spec)
     assert lowest == {kid: min(one[kid], two[kid]) for kid in spec.kernels}
 
 
 def test_a_kernel_without_a_target_line_gets_one():
     text = '[assignment]\nname = "t"\ntarget = 0.5\n\n[[kernel]]\nid = "a"  # first\nfloor = 0.1\n'
-    assert targets.rewrite_spec(text, {"a": 0.42}) == (
-        '[assignment]\ntargets = "measured"\nname = "t"\ntarget = 0.5\n\n'
-        '[[kernel]]\nid = "a"  # first\ntarget = 0.42\nfloor = 0.1\n')
+    assert targets.rewrite_spec(text, {"a": 0.42}, ["benchmarks/results/r.json"]) == (
+        '[assignment]\ntargets = "measured"\nmeasured_in = ["benchmarks/results/r.json"]\nname = "t"\n'
+        'target = 0.5\n\n[[kernel]]\nid = "a"  # first\ntarget = 0.42\nfloor = 0.1\n')
+
+
+def test_measured_targets_must_name_their_records_and_only_they(tmp_path):
+    spec_file = tmp_path / "spec.toml"
+    original = (TRACKS / "vecadd" / "spec.toml").read_text()
+    spec_file.write_text(original.replace('targets = "provisional"', 'targets = "measured"'))
+    with pytest.raises(SpecError, match="needs measured_in"):
+        load_spec(spec_file)
+    spec_file.write_text(original.replace('targets = "provisional"', 'measured_in = ["benchmarks/results/r.json"]'))
+    with pytest.raises(SpecError, match="needs measured_in"):
+        load_spec(spec_file)
 
 
 def test_records_without_ratios_and_targets_under_a_floor_are_refused(tmp_path, capsys):
-    assert main(["targets", "transpose", str(RESULTS / "transpose-nbgrader-gpu-20261203-104539.json")]) == 2
+    nbgrader_run = current(RESULTS / "transpose-nbgrader-gpu-20261203-104539.json", "transpose", tmp_path)
+    assert main(["targets", "transpose", str(nbgrader_run)]) == 2
     assert "holds no measured ratio" in capsys.readouterr().err
     spec_file = tmp_path / "spec.toml"
     shutil.copy(TRACKS / "transpose" / "spec.toml", spec_file)
     with pytest.raises(targets.TargetsError, match="not above its floor"):
-        targets.run(spec_file, [TRANSPOSE_RECORD], 0.3, write=True)
+        targets.run(spec_file, [current(TRANSPOSE_RATIOS, "transpose", tmp_path)], 0.3, write=True)
     assert spec_file.read_text() == (TRACKS / "transpose" / "spec.toml").read_text()
