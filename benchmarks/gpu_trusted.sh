@@ -4,6 +4,9 @@
 #                                              # puzzles (reference, stub, every known mistake)
 #   bash benchmarks/gpu_trusted.sh tools       # what a CUDA kernel's grade rests on besides its checks: timing
 #                                              # integrity (cheating kernels), compute-sanitizer, ncu counters
+#   bash benchmarks/gpu_trusted.sh regrade TRACK...   # benchmarks/regrade_spread.py for each TRACK (5 regrades of
+#                                              # every reference, 2 s budget), gemm in two halves; the records
+#                                              # feed `workshop targets TRACK RECORD --fraction 0.97 --write`
 #   bash benchmarks/gpu_trusted.sh TRACK       # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
 #                                              # reference, stub, every known-wrong solution (transpose also: a
 #                                              # correct-but-slow submission and the score/timer forger)
@@ -30,6 +33,21 @@ case "${1:-cases}" in
   tools)
     run tools-gpu 560 -m gpu tests/gpu/test_timing_integrity_gpu.py tests/gpu/test_sanitizer_gpu.py \
       tests/gpu/test_counters_gpu.py ;;
+  regrade)
+    shift
+    for track in "$@"; do
+      kernels=$(python3 -c "from graders.cuda_engine.spec import load_spec; print(' '.join(load_spec('$track').kernels))")
+      set -- $kernels
+      half=$(( ($# + 1) / 2 ))
+      for part in "${*:1:$half}" "${*:$((half + 1))}"; do
+        [ -n "$part" ] || continue
+        timeout 280 python3 -m benchmarks.regrade_spread --track "$track" --kernels "${part// /,}" --regrades 5 \
+          --budget 2 > "$OUT/regrade-$track-${part%% *}.log" 2>&1 || rc=1
+        echo "[gpu_trusted] regrade $track ${part}: $(grep -c '^[a-z0-9_]*: ratio' "$OUT/regrade-$track-${part%% *}.log") ok"
+      done
+    done
+    cp benchmarks/results/regrade-spread-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+    exit $rc ;;
   transpose)
     run transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py tests/gpu/test_transpose_nbgrader_gpu.py \
       -k transpose ;;
