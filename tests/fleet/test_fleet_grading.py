@@ -207,6 +207,23 @@ def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, w
     assert exported == {"hang": 0.0, "crash": 0.0, "reference": 6.0}
 
 
+def test_local_mode_grades_here_into_sqlite(tmp_path, course_template):
+    """Without WORKSHOP_BROKER_URL, `workshop grade` grades on this machine, one submission after another, into
+    the course's default SQLite gradebook (gradebook.db beside nbgrader_config.py): no broker, no worker."""
+    env = {k: v for k, v in fc.nbg.nbgrader_env().items() if k not in ("WORKSHOP_BROKER_URL", "WORKSHOP_GRADEBOOK_URL")}
+    course, release = course_template.copy(tmp_path / "course")
+    fc.nbgrader(course, env, "generate_assignment", "puzzles", "--force")   # into course/gradebook.db
+    expected = {}
+    for student, answers, total in fc.class_of(3)[::2]:   # a reference and a wrong zip
+        fc.submit(course, release, student, answers)
+        expected[student] = total
+    out = _finish(_grade(course, env), timeout=300)
+    assert "grading here, one submission at a time (local mode)" in out
+    url = f"sqlite:///{course / 'gradebook.db'}"
+    assert _totals(url) == expected
+    assert {(r["student"], r["state"], r["worker"]) for r in _ledger(url)} == {(s, "done", "local") for s in expected}
+
+
 def test_ledger_writes_a_result_once(tmp_path):
     """The claim on a task's result is taken once: a result seen twice is written once."""
     url = f"sqlite:///{tmp_path}/gradebook.db"
