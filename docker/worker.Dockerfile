@@ -1,6 +1,6 @@
 # A grading worker: `workshop worker` as the unprivileged user `workshop`, with the project installed at
 # /opt/kernel-workshop. The build context is made by docker/context.py: the code packages, nbgrader_config.py
-# and each track's grader files; no solutions (except the references a counter rule profiles, see
+# and each track's grader files; no solutions (except the references counter rules profile, see
 # docker/README.md), no source notebooks, no gradebook. Submissions and their source notebooks arrive with
 # each task. Built by docker/build.sh; run through docker/compose.yaml, or:
 #   docker run --network host --security-opt seccomp=unconfined --security-opt systempaths=unconfined \
