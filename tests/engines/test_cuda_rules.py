@@ -39,8 +39,9 @@ ATTENTION_KINDS = {"attention_forward": (1, 2, 33, 40, 64), "attention_forward_c
 
 
 def test_every_kind_has_its_rule_here():
-    # bf16gemm's and f16gemm's rule (tracks/tensorcores/problem.py) is tested in tests/tracks/test_tensorcores.py
-    assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "f16gemm", "row_softmax", *ATTENTION_KINDS])
+    # the tensor-core kinds' rules (tracks/tensorcores/problem.py) are tested in tests/tracks/test_tensorcores.py
+    assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "f16gemm", "tf32gemm", "row_softmax",
+                                      *ATTENTION_KINDS])
 
 
 # --- bit-identical kinds ------------------------------------------------------------------------------

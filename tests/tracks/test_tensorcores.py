@@ -18,10 +18,10 @@ KIND = TRACK.problem_module()
 SPEC = load_spec("tensorcores")
 STRUCTURE_CHECKS = load_structure("tensorcores").checks
 WRONG = TRACK.wrong_solutions()
-ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling", "fp16"]
+ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling", "fp16", "tf32"]
 # what each step's SASS must hold beyond HMMA and no local memory: ldmatrix from step 3, cp.async from step 5
 TAUGHT = {"wmma": (), "wmma_smem": (), "mma": ("ldsm",), "swizzle": ("ldsm",), "pipeline": ("ldsm", "ldgsts"),
-          "warptiling": ("ldsm", "ldgsts"), "fp16": ("ldsm", "ldgsts")}
+          "warptiling": ("ldsm", "ldgsts"), "fp16": ("ldsm", "ldgsts"), "tf32": ("ldgsts",)}
 
 needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
                                       reason="needs cuobjdump and nvdisasm")
@@ -29,10 +29,10 @@ needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sas
 
 # --- spec and problem ---------------------------------------------------------------------------------
 
-def test_spec_lists_the_six_steps_and_the_fp16_one_in_order():
+def test_spec_lists_the_six_steps_and_the_precision_menu_in_order():
     assert list(SPEC.kernels) == ORDER
     assert [k.reference.name for k in SPEC.kernels.values()] == [f"{kid}.cu" for kid in ORDER]
-    assert [k.kind for k in SPEC.kernels.values()] == ["bf16gemm"] * 6 + ["f16gemm"]
+    assert [k.kind for k in SPEC.kernels.values()] == ["bf16gemm"] * 6 + ["f16gemm", "tf32gemm"]
     assert all(k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
     assert SPEC.targets == "provisional" and SPEC.requires_gpu
     assert SPEC.kernel("swizzle").counter.relative_to == "mma"
@@ -46,18 +46,19 @@ def test_check_shapes_are_multiples_of_each_tile():
         assert any(m != n for m, n, _ in kernel.check_shapes), kid
 
 
-@pytest.mark.parametrize("name", ["bf16gemm", "f16gemm"])
-def test_problem_kinds(name):
+@pytest.mark.parametrize("name, c_type", [("bf16gemm", "bf16"), ("f16gemm", "f16"), ("tf32gemm", "float")])
+def test_problem_kinds(name, c_type):
     kind = problem(name)
     assert kind.work((4096, 4096, 4096)) == 2 * 4096 ** 3 and kind.work_unit == "FLOP"
     assert kind.grid((640, 128, 1056), (64, 64)) == (2, 10, 1)
     assert kind.roof is None                       # the FP32 peak does not bound tensor cores
     assert kind.sass_requirements == ("tensor_cores",)
-    assert kind.signature == f"(float* C, const {name[:-4]}* A, const {name[:-4]}* B, int M, int N, int K)"
+    assert kind.signature == f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)"
 
 
-@pytest.mark.parametrize("name, dtype", [("bf16gemm", torch.bfloat16), ("f16gemm", torch.float16)])
-def test_inputs_are_16_bit_and_fenced_with_nan(name, dtype):
+@pytest.mark.parametrize("name, dtype", [("bf16gemm", torch.bfloat16), ("f16gemm", torch.float16),
+                                         ("tf32gemm", torch.float32)])
+def test_inputs_are_of_the_kinds_dtype_and_fenced_with_nan(name, dtype):
     a, b = problem(name).make_inputs((48, 32, 16), torch.Generator().manual_seed(1))
     assert a.dtype == b.dtype == dtype and a.shape == (48, 16) and b.shape == (16, 32)
     for t in (a, b):
@@ -106,7 +107,7 @@ def test_fp16_accumulation_is_rejected(k):
     kept in fp16."""
     a, b, expected = _case(64, 64, k)
     why = KIND.products_mismatch(_accumulated(a, b, 32, lambda x: x.half().double()), expected)
-    assert "relative Frobenius error" in why and "allowed 0.0001" in why
+    assert "relative Frobenius error" in why and "(allowed 0.0001)" in why
 
 
 def test_bf16_output_is_rejected():
@@ -173,6 +174,8 @@ def test_reference_sass_shows_what_its_step_teaches(compiled, kernel_id):
     assert sass.tensor_core_ops(text).get("HMMA", 0) >= 8
     if "ldsm" not in TAUGHT[kernel_id] and kernel_id == "wmma":
         assert sass.opcode_count(text, "LDSM") == 0            # step 1 reads global memory only
+    if kernel_id == "tf32":
+        assert sass.opcode_count(text, "LDSM") == 0             # ldmatrix moves 16-bit values; TF32 reads LDS.32
     if "ldgsts" not in TAUGHT[kernel_id]:
         assert sass.opcode_count(text, "LDGSTS") == 0
 
@@ -247,3 +250,42 @@ def test_mma_sync_requirement_tells_wmma_from_mma_sync():
     with pytest.raises(ValueError, match="need the kernel's PTX"):
         done = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
         sass.check(done.cubin, kernel.function, ("mma_sync",))
+
+
+# --- the TF32 tolerance ---------------------------------------------------------------------------------
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """fp32 rounded to TF32 as cvt.rna.tf32.f32 does: 10 explicit significand bits, to nearest, ties away."""
+    return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def _fp32_case(k: int):
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(64, k, generator=gen), torch.randn(k, 64, generator=gen)
+    return a, b, problem("tf32gemm").reference([a, b])
+
+
+@pytest.mark.parametrize("k", [32, 1024, 4096])
+def test_tf32_products_pass_and_bf16_inputs_fail(k):
+    """Measured here: TF32-rounded inputs give a relative Frobenius error of 2.9e-4, bf16-rounded ones 2.3e-3."""
+    a, b, expected = _fp32_case(k)
+    compare = problem("tf32gemm").compare
+    assert compare((_tf32(a).double() @ _tf32(b).double()).float(), expected) == ""
+    why = compare((a.bfloat16().double() @ b.bfloat16().double()).float(), expected)
+    assert "relative Frobenius error" in why and "(allowed 0.001)" in why
+
+
+@pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
+def test_tf32_frobenius_edge(factor, ok):
+    a, b, expected = _fp32_case(256)
+    out = (expected.c * (1 + factor * KIND.TF32_FROBENIUS_RTOL)).float()
+    assert (problem("tf32gemm").compare(out, expected) == "") == ok
+
+
+@pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
+def test_tf32_element_bound_edge(factor, ok):
+    a, b, expected = _fp32_case(256)
+    out = expected.c.float().clone()
+    out[5, 7] = float(expected.c[5, 7] + factor * expected.bound[5, 7])
+    why = problem("tf32gemm").compare(out, expected)
+    assert (why == "") == ok, why

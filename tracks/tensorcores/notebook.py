@@ -23,9 +23,9 @@ TRACK = "tensorcores"
 INTRO = """# The tensor-core worklog
 
 Six bf16 matrix-multiply kernels on the tensor cores, from WMMA to a pipelined `mma.sync` kernel, then the
-last one in fp16 (the precision menu), graded as a fraction of cuBLAS in the same precision. `C = A @ B`
-with `A` M x K and `B` K x N in bfloat16 (fp16 in the last step), both row-major, and `C` M x N in fp32,
-row-major, accumulated in fp32. Every bf16 kernel has the signature
+last one in fp16 and in TF32 (the precision menu), graded as a fraction of cuBLAS in the same precision.
+`C = A @ B` with `A` M x K and `B` K x N in bfloat16 (fp16, fp32 in the menu), both row-major, and `C`
+M x N in fp32, row-major, accumulated in fp32. Every bf16 kernel has the signature
 
     extern "C" __global__ void NAME{signature}
 
@@ -36,12 +36,13 @@ itself: a grid of ceil(N / TILE_X) x ceil(M / TILE_Y) blocks of BLOCK_X x BLOCK_
 and each step's parameters (`BK`, the K depth of a shared-memory slab; `WM` x `WN`, a warp's tile of C;
 `STAGES`, the pipeline's buffers) are `#define`d before your code.
 
-**Correct** means: on fresh random matrices of several shapes, every element of C within 4 K 2^-24 (|A| @
-|B|) of the float64 product of the same inputs, and a relative Frobenius error below 1e-4. Products of
-two bf16 (or fp16) values are exact in fp32, so that bound is fp32 accumulation's own (K additions, each off by at
-most 2^-24, twice that when the tensor cores truncate), with a factor 2 to spare; an fp16 accumulator
-misses the Frobenius bound by far. C is filled with NaN before every run and fenced by guard bands, so an
-element you never write, or a write outside C, fails. Correctness is checked again after timing.
+**Correct** means: on fresh random matrices of several shapes, every element of C within 4 K 2^-24 (|A| @ |B|)
+of the float64 product of the same inputs, and a relative Frobenius error below 1e-4. Products of two bf16 (or
+fp16) values are exact in fp32, so that bound is fp32 accumulation's own (K additions, each off by at most
+2^-24, twice that when the tensor cores truncate), with a factor 2 to spare; an fp16 accumulator misses the
+Frobenius bound by far. The TF32 step's bound adds TF32's rounding of the inputs (2 x 2^-11 a product) and
+allows a relative Frobenius error of 1e-3. C is filled with NaN before every run and fenced by guard bands, so
+an element you never write, or a write outside C, fails. Correctness is checked again after timing.
 
 **Speed** is the ratio of {baseline}'s time to your kernel's at 4096 x 4096 x 4096, both measured in the
 same process on the grading GPU: 0.5 means half of cuBLAS's TFLOP/s. cuBLAS on Hopper uses the warpgroup

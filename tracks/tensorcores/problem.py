@@ -1,4 +1,4 @@
-"""The ``bf16gemm`` problem kind of the tensor-core worklog, and ``f16gemm``, its fp16 twin (the precision menu).
+"""The ``bf16gemm`` problem kind of the tensor-core worklog, and the precision menu's ``f16gemm`` and ``tf32gemm``.
 
 Shape ``(M, N, K)``: ``C = A @ B`` with ``A`` (M x K) and ``B`` (K x N) bfloat16, both row-major, and ``C``
 (M x N) fp32, row-major, accumulated in fp32. Kernels are
@@ -20,6 +20,13 @@ accumulator gives 6e-7 rounding to nearest and 1.6e-5 truncating after every pro
 ``f16gemm`` is the same with fp16 inputs (``f16`` = ``unsigned short``) and ``torch.mm`` of fp16 as its
 baseline; fp16 products (11-bit significands) are exact in fp32 too, so the tolerance is the same.
 
+``tf32gemm`` takes fp32 inputs, which the kernel rounds to TF32 (10 explicit significand bits, u_t = 2^-11)
+and multiplies on the tensor cores; cuBLAS's TF32 GEMM is its baseline. Against the float64 product of the
+fp32 inputs, each product is off by at most (2 u_t + u_t^2) |a| |b| before the fp32 accumulation's own error,
+so every element must be within that times (|A| @ |B|)[i][j] plus the bound above, and the relative Frobenius
+error under ``TF32_FROBENIUS_RTOL``: emulated in the tests, TF32 rounding gives 2.9e-4 at K = 32 to 4096, and
+inputs rounded to bf16 instead 2.3e-3.
+
 No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
 runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
 """
@@ -33,6 +40,8 @@ from graders.cuda_engine.problems import Problem, Shape, Tensor
 UNIT_ROUNDOFF = 2.0 ** -24   # fp32
 ELEMENT_FACTOR = 4.0         # the bound is ELEMENT_FACTOR * K * u * (|A| @ |B|): 2 for truncation, 2 to spare
 FROBENIUS_RTOL = 1e-4        # fp32 accumulation: at most 1.6e-5 at K = 4096; fp16: 1.7e-3 (see above)
+TF32_ROUNDOFF = 2.0 ** -11
+TF32_FROBENIUS_RTOL = 1e-3   # TF32 inputs: 2.9e-4; bf16-rounded inputs: 2.3e-3 (see above)
 INPUT_GUARD = 1 << 19        # NaN bf16 values fenced before and after A and B (1 MiB each side)
 
 
@@ -42,6 +51,7 @@ class ProductsExpected:
 
     c: Tensor       # float64, M x N
     bound: Tensor   # float64, M x N
+    frobenius_rtol: float = FROBENIUS_RTOL
 
 
 def element_bound(k: int) -> float:
@@ -71,6 +81,13 @@ def _reference(inputs: list[Tensor]) -> ProductsExpected:
     return ProductsExpected(a @ b, element_bound(a.shape[1]) * (a.abs() @ b.abs()) + 1e-30)
 
 
+def _tf32_reference(inputs: list[Tensor]) -> ProductsExpected:
+    a, b = (t.double() for t in inputs)
+    per_product = 2 * TF32_ROUNDOFF + TF32_ROUNDOFF ** 2
+    return ProductsExpected(a @ b, (per_product + element_bound(a.shape[1])) * (a.abs() @ b.abs()) + 1e-30,
+                            TF32_FROBENIUS_RTOL)
+
+
 def products_mismatch(out: Tensor, expected: ProductsExpected) -> str:
     """'' if fp32 ``out`` is the product within the tolerances above, else what is wrong (NaN always is)."""
     import torch
@@ -81,7 +98,7 @@ def products_mismatch(out: Tensor, expected: ProductsExpected) -> str:
     norm = float(torch.linalg.vector_norm(c))
     frob = float(torch.linalg.vector_norm(torch.where(nan, c, diff))) / norm if norm else 0.0
     count = int(bad.sum())
-    if not count and frob <= FROBENIUS_RTOL:
+    if not count and frob <= expected.frobenius_rtol:
         return ""
     parts = []
     if int(nan.sum()):
@@ -92,8 +109,7 @@ def products_mismatch(out: Tensor, expected: ProductsExpected) -> str:
         i, j = (int(v) for v in bad.nonzero()[0])
         parts.append(f"{count} of {out.numel()} values outside the fp32-accumulation tolerance; first at "
                      f"C[{i}][{j}]: expected {float(c[i, j]):.6g}, got {float(out[i, j]):.6g}")
-    parts.append(f"relative Frobenius error {frob:.3g} (allowed {FROBENIUS_RTOL:g}; an fp32 accumulator gives "
-                 f"about 1e-6)")
+    parts.append(f"relative Frobenius error {frob:.3g} (allowed {expected.frobenius_rtol:g})")
     return "; ".join(parts)
 
 
@@ -106,16 +122,23 @@ def _cublas(out: Tensor, inputs: list[Tensor]) -> None:
         torch.mm(inputs[0].float(), inputs[1].float(), out=out)
 
 
-def _gemm(kind: str, dtype: str, c_type: str) -> Problem:
+def _cublas_tf32(out: Tensor, inputs: list[Tensor]) -> None:
+    """cuBLAS's TF32 GEMM of fp32 inputs, fp32 out."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.matmul(inputs[0], inputs[1], out=out)
+
+
+def _gemm(kind: str, dtype: str, c_type: str, reference, baseline, baseline_name: str) -> Problem:
     return Problem(
         kind=kind,
         signature=f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)",
         shape_names=("M", "N", "K"),
         make_inputs=_inputs(dtype),
         out_shape=lambda s: (s[0], s[1]),
-        reference=_reference,
-        baseline=_cublas,
-        baseline_name=f"cuBLAS {c_type} GEMM (torch.mm, fp32 out)",
+        reference=reference,
+        baseline=baseline,
+        baseline_name=baseline_name,
         work=lambda s: 2 * s[0] * s[1] * s[2],
         work_unit="FLOP",
         sizes=lambda s: (s[0], s[1], s[2]),
@@ -126,4 +149,7 @@ def _gemm(kind: str, dtype: str, c_type: str) -> Problem:
     )
 
 
-PROBLEMS = [_gemm("bf16gemm", "bfloat16", "bf16"), _gemm("f16gemm", "float16", "f16")]
+PROBLEMS = [_gemm("bf16gemm", "bfloat16", "bf16", _reference, _cublas, "cuBLAS bf16 GEMM (torch.mm, fp32 out)"),
+            _gemm("f16gemm", "float16", "f16", _reference, _cublas, "cuBLAS fp16 GEMM (torch.mm, fp32 out)"),
+            _gemm("tf32gemm", "float32", "float", _tf32_reference, _cublas_tf32,
+                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)")]
