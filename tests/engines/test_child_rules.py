@@ -160,7 +160,7 @@ ATOL = 1e-3
 
 @pytest.mark.parametrize("factor, wrong", [(0.0, False), (0.9, False), (1.1, True), (-0.9, False), (-1.1, True)])
 def test_a_tolerance_holds_within_it_and_fails_just_past_it(factor, wrong):
-    expected = torch.linspace(-1, 1, 12).view(3, 4)
+    expected = torch.linspace(-1000, 1000, 12).view(3, 4)    # large values: a relative tolerance would show
     out = expected.clone()
     out[1, 2] += factor * ATOL
     message = child.mismatch(out, expected, ATOL)
@@ -254,11 +254,12 @@ def test_handle_grades_the_requested_kernel_with_the_defaults(gpu):
 def test_handle_passes_the_students_launch_budget_and_memory_fraction(gpu):
     gemm = load_spec("gemm")
     tuned = gemm.kernel("autotuned")
-    answer = child.handle(request(spec_path=str(gemm.path), kernel_id="autotuned", block=[16, 16],
+    assert tuned.geometry.block != (8, 32)
+    answer = child.handle(request(spec_path=str(gemm.path), kernel_id="autotuned", block=[8, 32],
                                   tile=[128, 64], params={"BK": 16}, budget_s="2.5", memory_fraction="0.5"))
     assert answer["kernel_id"] == "autotuned"
-    assert answer["geometry"] == {"block": [16, 16], "tile": [128, 64], "params": {"BK": 16}}
-    geometry = resolve_geometry(tuned, [16, 16], [128, 64], {"BK": 16})
+    assert answer["geometry"] == {"block": [8, 32], "tile": [128, 64], "params": {"BK": 16}}
+    geometry = resolve_geometry(tuned, [8, 32], [128, 64], {"BK": 16})
     assert gpu["harness"] == (problem("sgemm"), geometry, 0.5, 42)
     assert gpu["check_and_time"] == ("the harness", tuned, "src", 2.5)
 
@@ -439,3 +440,32 @@ def test_every_unmet_requirement_is_named():
 def test_a_cuda_error_while_loading_is_a_crash_while_compiling():
     answer = child.check_and_time(Recording(load_error=RuntimeError("CUDA_ERROR_INVALID_IMAGE")), KERNEL, "src", 1.0)
     assert answer == {"status": Status.CRASHED, "message": "CUDA error while compiling: CUDA_ERROR_INVALID_IMAGE"}
+
+
+def test_the_output_is_fp32_on_the_benchs_device_whatever_torchs_defaults():
+    class MetaBench(Bench):
+        device = "meta"      # shapes and dtypes only: shows the device each buffer is made on
+    bench = object.__new__(MetaBench)
+    bench.torch, bench.problem = torch, problem("transpose")
+    buffer, out = bench.output((3, 5))
+    assert buffer.device.type == out.device.type == "meta"
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        buffer, out = Bench().output((3, 5))
+    finally:
+        torch.set_default_dtype(default)
+    assert buffer.dtype == out.dtype == torch.float32
+
+
+def test_each_check_records_its_shape_status_and_message():
+    assert Bench().check((3, 5)) == {"shape": [3, 5], "ok": True, "status": Status.OK, "message": ""}
+
+    class PastTheEnd(Bench):
+        def launch(self, out, inputs, shape):
+            super().launch(out, inputs, shape)
+            torch.as_strided(out, (1,), (1,), out.storage_offset() + out.numel()).fill_(0.0)
+    assert PastTheEnd().check((3, 5)) == {
+        "shape": [3, 5], "ok": False, "status": Status.OOB_WRITE,
+        "message": "at shape 3x5 your kernel wrote outside its output: 1 value(s) after the end of the output (the "
+                   "first at flat index 15 of an output of 15 elements)"}

@@ -7,9 +7,10 @@ import math
 
 import pytest
 
-from graders.cuda_engine import counters, sanitizer
+from graders.cuda_engine import counters, sanitizer, sass
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
+from graders.sandbox.run import ChildResult
 
 LD, ST = counters.METRICS["shared_bank_conflicts"][0]
 HEADER = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'
@@ -124,3 +125,72 @@ def test_the_sanitizer_runs_at_the_smallest_shape_of_two_blocks_else_the_largest
     assert sanitizer.sanitize_shape(kernel, geometry) == chosen
     blocks = math.prod(problem("transpose").grid(chosen, geometry.tile))
     assert blocks >= 2 or all(math.prod(problem("transpose").grid(s, geometry.tile)) < 2 for s in shapes)
+
+
+# --- ncu's run: what the profiled child is given, and which row is the kernel's ----------------------------
+
+@pytest.fixture
+def ncu_child(monkeypatch, tmp_path):
+    """An ncu found on PATH only (no override, wheel or CUDA home) and a stand-in child whose status and stdout
+    are ``state``'s."""
+    binary = tmp_path / "ncu"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.delenv("WORKSHOP_NCU", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(sass, "_wheel_bin_dirs", lambda: [])
+    monkeypatch.setattr(sass, "CUDA_HOMES", ())
+    state = {"stdout": "", "status": "ok", "runs": []}
+
+    def run_child(handler, request, **options):
+        state["runs"].append((handler, request, options))
+        return ChildResult(state["status"], answer={}, stdout=state["stdout"], message="m")
+    monkeypatch.setattr(counters, "run_child", run_child)
+    return binary, state
+
+
+def test_ncu_is_found_on_path_and_the_child_runs_under_it_with_its_limit(ncu_child):
+    binary, state = ncu_child
+    state["stdout"] = "\n".join([HEADER, row("k_v2(float*)", LD, "5"), row("k(float*, int)", LD, "3"),
+                                 row("k(float*, int)", ST, "4")])
+    assert counters.count({"r": 1}, "k", "shared_bank_conflicts", {"PYTHONPATH": "p"}) == 7
+    (handler, request, options), = state["runs"]
+    assert (handler, request) == (counters.CHILD, {"r": 1})
+    assert options == {"timeout_s": counters.TIMEOUT_S, "gpu": True, "env": {"PYTHONPATH": "p"},
+                       "wrapper": (str(binary), "--clock-control", "none", "--metrics", f"{LD},{ST}", "--csv",
+                                   "-k", "regex:^k$")}
+
+
+def test_without_ncu_grading_stops_with_how_to_get_it(ncu_child, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(counters.ProfilerMissing) as raised:
+        counters.count({}, "k", "shared_bank_conflicts", {})
+    assert str(raised.value) == ("Nsight Compute (ncu) was not found on this GPU worker: install it or set "
+                                 "WORKSHOP_NCU")
+
+
+@pytest.mark.parametrize("status, rows", [("ok", [row("k_v2", LD, "1"), row("k_v2", ST, "1")]),
+                                          ("ok", [row("k", LD, "1")]),
+                                          ("crashed", [row("k", LD, "1"), row("k", ST, "1")])])
+def test_no_full_count_for_the_kernel_is_the_graders_failure_quoting_the_output(ncu_child, status, rows):
+    _, state = ncu_child
+    state["status"], state["stdout"] = status, "\n".join([HEADER, *rows, "z" * 600])
+    with pytest.raises(counters.ProfilingFailed) as raised:
+        counters.count({}, "k", "shared_bank_conflicts", {})
+    assert str(raised.value) == f"ncu gave no shared_bank_conflicts for k ({status}: m) {state['stdout'][-500:]}"
+
+
+def test_the_reference_is_profiled_with_the_students_seed_shape_and_memory_cap(monkeypatch):
+    spec = load_spec("transpose")
+    calls = []
+    monkeypatch.setattr(counters, "count", lambda *args: calls.append(args) or 10)
+    request = {"spec_path": "s.toml", "kernel_id": "padded", "source": "src", "seed": 5, "memory_fraction": 0.5}
+    counters.measure(spec, spec.kernel("padded"), request, {"E": "1"})
+    tiled = spec.kernel("tiled")
+    shape = list(spec.kernel("padded").perf_shape)
+    assert calls == [
+        (request | {"shape": shape}, "transpose_padded", "shared_bank_conflicts", {"E": "1"}),
+        ({"spec_path": "s.toml", "kernel_id": "tiled", "shape": shape, "source": tiled.reference.read_text(),
+          "seed": 5, "memory_fraction": 0.5}, "transpose_tiled", "shared_bank_conflicts", {"E": "1"})]
+    counters.measure(spec, spec.kernel("padded"), {"spec_path": "s.toml", "seed": 5}, {})
+    assert calls[-1][0]["memory_fraction"] == 0.25
