@@ -1,15 +1,17 @@
-"""Fleet throughput on the simulator: submissions per minute with 1 and 2 Celery workers, and the per-task
-overhead (queue to result, excluding grading).
+"""Fleet throughput: submissions per minute with 1 and 2 Celery workers, and the per-task overhead (queue to
+result, excluding grading).
 
-    python -m benchmarks.fleet_throughput [--submissions N] [--workers 1 2]     # from the repository root
+    python -m benchmarks.fleet_throughput [--submissions N] [--workers 1 2]     # puzzles on the simulator
+    python -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 --gradebook sqlite   # on a GPU worker
 
-Starts redis-server and PostgreSQL on 127.0.0.1 (`workshop.fleet.local`), makes a course with the whole
-puzzles assignment and N submissions (reference and stub alternating), then for each worker count runs
-`workshop grade` (in this process, the coordinator) against that many `workshop worker --sim` processes.
+Run from the repository root. Starts redis-server (and, for ``--gradebook postgres``, PostgreSQL) on 127.0.0.1
+(`workshop.fleet.local`), makes a course with the whole assignment of ``--track`` and N submissions (reference
+and stub alternating), then for each worker count runs `workshop grade` (in this process, the coordinator)
+against that many `workshop worker --sim` processes, or with ``--gpu`` `workshop worker --gpu I`, one per GPU.
 Each worker's generated-assignment template is built before the clock starts. Overhead per task = wall time
 with one worker / N - the mean seconds a worker spent grading (copying its course and running nbgrader
 autograde): dispatch, result transfer and the gradebook write. Prints a Markdown table and writes
-benchmarks/results/fleet-throughput-<date>.json.
+benchmarks/results/fleet-throughput-<track>-<date>.json.
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submissions", type=int, default=8)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--track", default="puzzles", help="the assignment graded (default: puzzles)")
+    parser.add_argument("--gpu", action="store_true", help="GPU workers, one per GPU 0..N-1 (default: simulator)")
+    parser.add_argument("--gradebook", choices=("postgres", "sqlite"), default="postgres",
+                        help="the coordinator's gradebook: PostgreSQL (the fleet's) or the course's SQLite file")
     args = parser.parse_args()
 
     from graders.settings import RESULTS, ROOT
@@ -39,21 +45,26 @@ def main() -> None:
     from workshop.fleet import local
 
     scratch = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
-    redis, postgres = local.Redis(scratch / "redis").start(), local.Postgres().start()
+    redis = local.Redis(scratch / "redis").start()
+    postgres = local.Postgres().start() if args.gradebook == "postgres" else None
     os.environ.update({"WORKSHOP_BROKER_URL": redis.url, "WORKSHOP_WORKER_CACHE": str(scratch / "cache"),
-                       "NUMBA_ENABLE_CUDASIM": "1", "PATH": nbgrader_env()["PATH"]})
+                       "PATH": nbgrader_env()["PATH"]})
+    if not args.gpu:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     runs = []
     try:
         for n_workers in args.workers:
-            os.environ["WORKSHOP_GRADEBOOK_URL"] = postgres.database(f"bench_{n_workers}")
-            course = _course(scratch / f"course-{n_workers}", args.submissions, submissions)
-            _warm_templates(course)
+            if postgres:
+                os.environ["WORKSHOP_GRADEBOOK_URL"] = postgres.database(f"bench_{n_workers}")
+            course = _course(scratch / f"course-{n_workers}", args.track, args.submissions, submissions)
+            _warm_templates(course, args.track)
             workers = [local.Worker(f"bench{i}@{platform.node()}", scratch / f"w{n_workers}-{i}.log",
-                                    dict(os.environ)).start() for i in range(n_workers)]
+                                    dict(os.environ), ("--gpu", str(i)) if args.gpu else ("--sim",)).start()
+                       for i in range(n_workers)]
             try:
                 for w in workers:
                     w.wait_ready()
-                runs.append(_run(course, n_workers, args.submissions))
+                runs.append(_run(course, args.track, n_workers, args.submissions))
             finally:
                 for w in workers:
                     w.stop()
@@ -61,10 +72,13 @@ def main() -> None:
             subprocess.run(redis_cli, check=True, capture_output=True)
     finally:
         redis.stop()
-        postgres.stop()
+        if postgres:
+            postgres.stop()
 
     record = {
-        "what": "workshop grade puzzles on the simulator: submissions per minute by number of workers",
+        "what": f"workshop grade {args.track} on {'GPU' if args.gpu else 'simulator'} workers: submissions per "
+                "minute by number of workers",
+        "gradebook": args.gradebook, "gpu": _gpu() if args.gpu else None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version(),
         "versions": {d: metadata.version(d) for d in ("celery", "kombu", "redis", "nbgrader", "numba-cuda")},
@@ -72,7 +86,7 @@ def main() -> None:
                                  text=True).stdout.strip(),
         "runs": runs,
     }
-    out = RESULTS / f"fleet-throughput-{datetime.date.today():%Y%m%d}.json"
+    out = RESULTS / f"fleet-throughput-{args.track}-{datetime.datetime.now():%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print("| workers | submissions | wall s | per minute | mean grading s | overhead s/task |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -82,38 +96,48 @@ def main() -> None:
     print(f"wrote {out}")
 
 
-def _course(dest: Path, n: int, submissions) -> Path:
+def _course(dest: Path, track: str, n: int, submissions) -> Path:
+    """A course with ``track`` released and ``n`` submissions: the references (even) and the stub (odd)."""
+    from graders import tracks
     from workshop import course as nbg
-    course = nbg.make_course(dest, ["puzzles"])
-    release = nbg.release(course, "puzzles")
+    course = nbg.make_course(dest, [track])
+    release = nbg.release(course, track)
+    reference = (submissions.reference_answers() if tracks.get(track).engine == "numba"
+                 else submissions.cuda_answers(track))
     for i in range(n):
-        answers = submissions.reference_answers() if i % 2 == 0 else {}
-        submissions.write(course, f"student{i:02d}", "puzzles", submissions.fill(release, answers))
+        answers = reference if i % 2 == 0 else {}
+        submissions.write(course, f"student{i:02d}", track, submissions.fill(release, answers))
     return course
 
 
-def _warm_templates(course: Path) -> None:
+def _warm_templates(course: Path, track: str) -> None:
     """Build the workers' template (nbgrader generate_assignment) before timing: it is once per source."""
     from workshop.fleet import coordinator, isolated
-    isolated._template("puzzles", coordinator.source_notebooks(course, "puzzles"))
+    isolated._template(track, coordinator.source_notebooks(course, track))
 
 
-def _run(course: Path, n_workers: int, n: int) -> dict:
+def _run(course: Path, track: str, n_workers: int, n: int) -> dict:
     from gradebook.fleet_ledger import Ledger
     from workshop.fleet import coordinator
     start = time.monotonic()
-    rc = coordinator.grade(course, "puzzles")
+    rc = coordinator.grade(course, track)
     wall = time.monotonic() - start
     config = coordinator.course_config(course)
     ledger = Ledger(coordinator.gradebook_url(course, config))
-    rows = ledger.rows("puzzles")
+    rows = ledger.rows(track)
     ledger.close()
     if rc != 0 or len(rows) != n or {r["state"] for r in rows} != {"done"}:
         sys.exit(f"the run with {n_workers} worker(s) did not grade all {n}: {rows}")
     grading = statistics.mean(r["seconds"] for r in rows)
     return {"workers": n_workers, "submissions": n, "wall_s": round(wall, 1),
+            "scores": {r["student"]: f"{r['score']:g}/{r['max_score']:g}" for r in rows},
             "per_minute": round(60 * n / wall, 2), "mean_grading_s": round(grading, 2),
             "overhead_s_per_task": round(wall / n - grading, 2) if n_workers == 1 else None}
+
+
+def _gpu() -> str:
+    return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def _cpu() -> str:

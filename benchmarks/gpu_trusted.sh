@@ -7,11 +7,17 @@
 #   bash benchmarks/gpu_trusted.sh regrade TRACK...   # benchmarks/regrade_spread.py for each TRACK (5 regrades of
 #                                              # every reference, 2 s budget), gemm in two halves; the records
 #                                              # feed `workshop targets TRACK RECORD --fraction 0.97 --write`
+#   bash benchmarks/gpu_trusted.sh fleet       # benchmarks/fleet_throughput.py: one GPU worker grading gemm
+#                                              # submissions, then 1 and 2 simulator workers on the puzzles;
+#                                              # redis-server from Debian's .debs carried in .debs (below), the
+#                                              # course's SQLite gradebook; .whl built with the fleet's packages:
+#                                              # ../shared/device/wheels.sh "celery[redis]==5.7.0" redis==8.1.0 rich==15.0.0
 #   bash benchmarks/gpu_trusted.sh TRACK       # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
 #                                              # reference, stub, every known-wrong solution (transpose also: a
 #                                              # correct-but-slow submission and the score/timer forger)
 # Run from the repo root after `source .whl/prelude.sh`. On the lent H200 bubblewrap is an unpacked .deb:
-# carry `.debs` (made here with `apt-get download bubblewrap`) and this script unpacks it.
+# carry `.debs` (made here with `apt-get download bubblewrap`, and for `fleet` also
+# `apt-get download redis-server redis-tools libjemalloc2 liblzf1`) and this script unpacks it.
 # Records land in benchmarks/results/ and, with their logs, in $OUT.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +53,23 @@ case "${1:-cases}" in
       done
     done
     cp benchmarks/results/regrade-spread-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+    exit $rc ;;
+  fleet)
+    mkdir -p /tmp/redis/bin
+    for deb in .debs/redis-*.deb .debs/libjemalloc2_*.deb .debs/liblzf1_*.deb; do dpkg -x "$deb" /tmp/redis; done
+    for tool in redis-server redis-cli; do   # the unpacked libraries for redis alone, not for the graders
+      printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/redis/usr/lib/x86_64-linux-gnu exec /tmp/redis/usr/bin/%s "$@"\n' \
+        "$tool" > "/tmp/redis/bin/$tool"
+      chmod +x "/tmp/redis/bin/$tool"
+    done
+    export PATH="/tmp/redis/bin:$PATH"
+    timeout 400 python3 -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 --submissions 4 \
+      --gradebook sqlite > "$OUT/fleet-throughput-gemm-gpu.log" 2>&1 || rc=1
+    echo "[gpu_trusted] fleet gemm gpu: $(grep '^| 1 ' "$OUT/fleet-throughput-gemm-gpu.log")"
+    timeout 170 python3 -m benchmarks.fleet_throughput --workers 1 2 --submissions 8 \
+      --gradebook sqlite > "$OUT/fleet-throughput-puzzles-sim.log" 2>&1 || rc=1
+    echo "[gpu_trusted] fleet puzzles sim: $(grep -c '^| [12] ' "$OUT/fleet-throughput-puzzles-sim.log") runs"
+    cp benchmarks/results/fleet-throughput-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
     exit $rc ;;
   transpose)
     run transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py tests/gpu/test_transpose_nbgrader_gpu.py \
