@@ -10,7 +10,8 @@ it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
   width (``LDG.E.128.CONSTANT`` is a 128-bit global load through the read-only path);
 - `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``);
 - `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...), `opcode_count` any one opcode
-  (LDSM: ldmatrix, LDGSTS: cp.async);
+  (LDSM: ldmatrix, LDGSTS: cp.async); ``e4m3`` asks for fp8 operands on the tensor cores, which on sm_90
+  (no fp8 mma.sync in hardware) are F2FP.F16.E4M3 conversions before fp16 HMMA;
 - `ptx_opcodes` lists the instructions of the kernel's PTX, for the one requirement SASS cannot decide
   (``mma_sync``: WMMA and mma.sync compile to the same HMMA and LDSM);
 - `check` runs named requirements (`REQUIREMENTS`) and returns the failures as readable sentences.
@@ -229,6 +230,20 @@ def _ldgsts(sass: str, usage: dict[str, int]) -> str:
             "through registers). Copy each 16-byte chunk with cp.async.cg.shared.global")
 
 
+# an fp8 tensor-core instruction with e4m3 operands, its shape included (QGMMA.64x16x32.F32.E4M3.E4M3)
+_E4M3_MMA = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]\s+)?(?:QMMA|QGMMA|UTCQMMA)\.\S*\bE4M3\b")
+
+
+def _e4m3(sass: str, usage: dict[str, int]) -> str:
+    if _E4M3_MMA.search(sass):
+        return ""   # sm_89 and sm_120: QMMA.16832.F32.E4M3.E4M3; sm_90a's wgmma: QGMMA
+    if tensor_core_ops(sass).get("HMMA") and any(m.startswith("F2FP.F16.E4M3.") for m in _INSTRUCTION.findall(sass)):
+        return ""   # sm_90 and sm_100: mma.sync .e4m3 becomes fp16 pairs (F2FP.F16.E4M3.UNPACK_B) and fp16 HMMA
+    return ("its SASS shows no e4m3 operands reaching the tensor cores: no QMMA .E4M3, and no F2FP.F16.E4M3 "
+            "conversion feeding HMMA (what sm_90, whose mma.sync has no fp8 path, makes of mma.sync .e4m3). "
+            "Multiply with mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
+
+
 _PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PTX_PREFIX = re.compile(r"^(?:[$\w]+:\s*)?(?:@!?%?\w+\s+)?")   # a label, then a predicate
 _PTX_MNEMONIC = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*")
@@ -264,6 +279,8 @@ REQUIREMENTS = {
     "tensor_cores": (_tensor_cores, "tensor-core instructions (HMMA, HGMMA, ...)"),
     "ldsm": (_ldsm, "fragments loaded with ldmatrix (LDSM)"),
     "ldgsts": (_ldgsts, "asynchronous global-to-shared copies (cp.async, LDGSTS)"),
+    "e4m3": (_e4m3, "e4m3 operands on the tensor cores (QMMA .E4M3; on sm_90, F2FP.F16.E4M3 conversions and fp16 "
+                    "HMMA)"),
     "mma_sync": (_mma_sync, "tensor-core products through mma.sync, not WMMA (read from the PTX)"),
 }
 READS_PTX = {"mma_sync"}   # requirements checked on the kernel's PTX (`check`'s ``ptx``) rather than its SASS

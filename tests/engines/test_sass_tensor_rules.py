@@ -1,5 +1,6 @@
 """The ``no_tensor_cores`` SASS requirement (`graders.cuda_engine.sass`) on hand-written SASS: every tensor-core
-opcode of the table is counted, with or without a predicate, and nothing else is; the sentence a student reads."""
+opcode of the table is counted, with or without a predicate, and nothing else is; the sentence a student reads.
+The ``e4m3`` requirement: QMMA/QGMMA .E4M3, or sm_90's F2FP.F16.E4M3 conversions with HMMA, and nothing else."""
 from __future__ import annotations
 
 import pytest
@@ -44,3 +45,40 @@ def test_the_requirement_is_in_the_table_with_its_description():
     check, description = sass.REQUIREMENTS["no_tensor_cores"]
     assert check is sass._no_tensor_cores
     assert description == "FP32 pipes only: no tensor-core instructions (HMMA, HGMMA, ...)"
+
+
+# --- e4m3: fp8 operands on the tensor cores -------------------------------------------------------------
+
+E4M3 = sass.REQUIREMENTS["e4m3"][0]
+
+
+@pytest.mark.parametrize("instructions", [
+    ["QMMA.16832.F32.E4M3.E4M3 R4, R8, R12, R4"],                                    # sm_89, sm_120: mma.sync
+    ["@P0 QMMA.16832.F16.E4M3.E4M3 R4, R8, R12, R4"],
+    ["QGMMA.64x16x32.F32.E4M3.E4M3 R24, gdesc[UR4], RZ, !UPT, gsb0"],               # sm_90a: wgmma
+    ["F2FP.F16.E4M3.UNPACK_B R16, R14", "F2FP.F16.E4M3.UNPACK_B R14, R14.H1",      # sm_90: mma.sync .e4m3
+     "HMMA.16816.F32 R4, R4, R16, RZ", "HMMA.16816.F32 R4, R8, R14, R4", "FADD R9, RZ, R4"],
+], ids=["qmma", "qmma-f16-predicated", "qgmma", "sm90-f2fp-hmma"])
+def test_e4m3_operands_on_the_tensor_cores_pass(instructions):
+    assert E4M3("\n".join(line(16 * i, op) for i, op in enumerate(instructions)), {}) == ""
+
+
+@pytest.mark.parametrize("instructions", [
+    ["HMMA.16816.F32 R4, R4, R16, RZ"],                                               # fp16 or bf16 only
+    ["F2FP.F16.E4M3.UNPACK_B R16, R14", "FFMA R1, R2, R3, R1"],                       # converted, FP32 pipes
+    ["QMMA.16832.F32.E5M2.E5M2 R4, R8, R12, R4"],                                     # the other fp8
+    ["F2FP.F16.E5M2.UNPACK_B R16, R14", "HMMA.16816.F32 R4, R4, R16, RZ"],
+    ["PRMT R16, R14, 0x7604, RZ", "HMMA.16816.F32 R4, R4, R16, RZ"],                  # converted by hand
+], ids=["hmma", "f2fp-ffma", "qmma-e5m2", "f2fp-e5m2-hmma", "bytes-by-hand"])
+def test_no_e4m3_path_fails_with_what_sm_90_makes_of_it(instructions):
+    text = "\n".join(line(16 * i, op) for i, op in enumerate(instructions))
+    assert E4M3(text, {}) == (
+        "its SASS shows no e4m3 operands reaching the tensor cores: no QMMA .E4M3, and no F2FP.F16.E4M3 conversion "
+        "feeding HMMA (what sm_90, whose mma.sync has no fp8 path, makes of mma.sync .e4m3). Multiply with "
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
+
+
+def test_e4m3_in_a_comment_is_no_instruction():
+    assert E4M3("// QMMA.16832.F32.E4M3.E4M3 R4, R8, R12, R4\n" + line(0x10, "HMMA.16816.F32 R4, R4, R16, RZ"), {})
+    assert sass.REQUIREMENTS["e4m3"][1] == ("e4m3 operands on the tensor cores (QMMA .E4M3; on sm_90, F2FP.F16.E4M3 "
+                                            "conversions and fp16 HMMA)")
