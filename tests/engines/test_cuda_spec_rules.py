@@ -45,8 +45,22 @@ def test_assignment_values_are_read_with_their_defaults():
     spec = spec_with()
     assert (spec.name, spec.path, spec.requires_gpu, spec.time_budget_s, spec.targets) == (
         "demo", PATH, True, 10.0, "provisional")
-    spec = spec_with({"requires_gpu": False, "time_budget_s": 2.5, "targets": "measured"})
+    spec = spec_with({"requires_gpu": False, "time_budget_s": 2.5, "targets": "measured",
+                      "measured_in": ["benchmarks/results/demo.md"]})
     assert (spec.requires_gpu, spec.time_budget_s, spec.targets) == (False, 2.5, "measured")
+    assert (spec_with().measured_in, spec.measured_in) == ((), ("benchmarks/results/demo.md",))
+
+
+def test_measured_targets_and_their_records_come_together():
+    needs = (f'{TOP}: targets = "measured" needs measured_in, the records they come from (written by '
+             "`workshop targets ... --write`), and only then")
+    assert error({"targets": "measured"}) == needs
+    assert error({"targets": "measured", "measured_in": []}) == needs
+    assert error({"measured_in": ["benchmarks/results/demo.md"]}) == needs
+    assert error({"targets": "Measured"}) == f"{TOP}: targets must be 'provisional' or 'measured', not 'Measured'"
+    for bad in ("benchmarks/results/demo.md", [3], ["a.md", None]):
+        assert error({"targets": "measured", "measured_in": bad}) == (
+            f"{TOP}: measured_in must be a list of record paths")
 
 
 def test_assignment_rules_name_the_assignment_table():
