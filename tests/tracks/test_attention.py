@@ -1,6 +1,8 @@
 """The attention track on CPU: its spec loads and each reference (and known-wrong solution) compiles for
 sm_90 through the engine; the reference math of tracks/attention/problem.py on CPU tensors, each
-correctness rule at its edge, and the causal alignment against PyTorch's own ``is_causal``. (That the
+correctness rule at its edge, and the causal alignment against PyTorch's own ``is_causal``; the tensor-core
+step's SASS (sm_90 cubin: mma.sync bf16 HMMA, ldmatrix, cp.async, no local memory) and its structural
+check. (That the
 committed notebook is what ``workshop build`` writes is tests/tracks/test_tracks.py's, for every track;
 that the kernels compute the right thing, tests/tracks/test_attention_emulated.py's.)
 """
@@ -12,14 +14,20 @@ import pytest
 import torch
 
 from graders import tracks
-from graders.cuda_engine.compile import DEFAULT_ARCH, CompileError
-from graders.cuda_engine.grade import check_compiles
+from graders.cuda_engine import sass
+from graders.cuda_engine.compile import DEFAULT_ARCH, CompileError, compile_cuda
+from graders.cuda_engine.grade import KernelFailed, check_compiles
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.structure import check_sass, load_structure
 
 SPEC = load_spec("attention")
 TRACK = tracks.get("attention")
+STRUCTURE_CHECKS = load_structure("attention").checks
 attention = TRACK.problem_module()
+
+needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
+                                      reason="needs cuobjdump and nvdisasm")
 
 
 def generator(seed: int = 0) -> torch.Generator:
@@ -155,3 +163,55 @@ def test_inputs_are_fenced_with_nan():
         whole = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage())
         assert t.storage_offset() == attention.INPUT_GUARD and bool(whole[:attention.INPUT_GUARD].isnan().all())
         assert bool(whole[attention.INPUT_GUARD + t.numel():].isnan().all()) and not bool(t.isnan().any())
+
+
+# ---- the tensor-core step: what its compiled code must hold ---------------------------------------------
+
+def compiled(kernel_id: str, source: str | None = None):
+    kernel = SPEC.kernel(kernel_id)
+    text = source if source is not None else kernel.reference.read_text()
+    return compile_cuda(text, kernels=(kernel.function,), defines=kernel.geometry.defines())
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("check_id", sorted(STRUCTURE_CHECKS))
+def test_every_structural_check_passes_its_reference(check_id, capsys):
+    check = STRUCTURE_CHECKS[check_id]
+    assert check_sass("attention", check_id, SPEC.kernel(check.kernel).reference.read_text()) == check.points
+    assert f"{check_id}: ok" in capsys.readouterr().out
+
+
+@needs_sass_tools
+def test_tensor_core_reference_is_mma_sync_bf16_with_fp32_accumulators_in_its_sm_90_sass():
+    done = compiled("flash_tc")
+    assert DEFAULT_ARCH == "sm_90" and done.arch == "sm_90"
+    failures, facts = sass.check(done.cubin, "flash_tc", problem("attention_forward_tc").sass_requirements)
+    assert failures == [] and facts["resources"]["STACK"] == 0 and facts["resources"]["LOCAL"] == 0
+    text = sass.disassemble(done.cubin)["flash_tc"]
+    mnemonics = sass._INSTRUCTION.findall(text)
+    hmma = [m for m in mnemonics if m.startswith("HMMA")]
+    assert hmma and set(hmma) == {"HMMA.16816.F32.BF16"}, set(hmma)
+    # per key tile, at head_dim 128 and 64: Q K^T and P V are 64 + 64 and 32 + 32 mma.sync a warp
+    assert len(hmma) == 192
+    assert sass.opcode_count(text, "LDSM") > 0 and sass.opcode_count(text, "LDGSTS") > 0
+
+
+@needs_sass_tools
+def test_the_cuda_core_flash_kernel_misses_the_tensor_core_requirement():
+    kernel = SPEC.kernel("flash_forward")
+    done = compile_cuda(kernel.reference.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+    failures, _ = sass.check(done.cubin, kernel.function, problem("attention_forward_tc").sass_requirements)
+    assert len(failures) == 1 and failures[0].startswith("it does not use tensor cores")
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("path", [p for p in TRACK.wrong_solutions()
+                                  if set(tracks.expected_points(p)) & set(STRUCTURE_CHECKS)], ids=lambda p: p.name)
+def test_known_wrong_solutions_get_their_structural_points(path):
+    for check_id, expected in tracks.expected_points(path).items():
+        if check_id in STRUCTURE_CHECKS:
+            try:
+                points = check_sass("attention", check_id, path.read_text())
+            except KernelFailed:
+                points = 0
+            assert expected.matches(points), f"{check_id}: {points:g} points, expected {expected}"

@@ -5,11 +5,14 @@ and launched once per check on buffers written to files; everything else is the 
 (`graders.cuda_engine.child.Bench.check`: fenced inputs, the NaN-poisoned output between canary guards, the
 problem's checker). Small shapes and, for the softmax and decode kernels, smaller blocks than the spec's
 (threads are OS threads here); the flash kernels run at the spec's geometry. Indexing, tile edges, masks,
-the online rescaling and synchronization are checked, not speed or the GPU's memory model.
+the online rescaling and synchronization are checked, not speed or the GPU's memory model. The tensor-core
+kernel's inline PTX (its wrappers of ldmatrix, mma.sync, cp.async, cvt and ex2) is replaced by the header's
+element-by-element emulation of the same instructions (`without_inline_ptx`).
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +32,7 @@ SPEC = load_spec("attention")
 WRONG = ROOT / "tracks/attention/solutions/wrong"
 CXX = shutil.which("g++")
 DRIVER_KIND = {"row_softmax": "SOFTMAX", "attention_forward": "FORWARD", "attention_forward_causal": "FORWARD",
-               "attention_decode": "DECODE"}
+               "attention_forward_tc": "FORWARD", "attention_decode": "DECODE"}
 SOFTMAX = make_geometry((64, 1), (64, 1), params={"ITEMS": 4})   # rows up to 256 in the one-pass kernel
 DECODE = make_geometry((64, 1), (64, 1))
 SHAPES = {
@@ -38,12 +41,15 @@ SHAPES = {
     "attention_decode": [(1, 2, 1, 64), (2, 2, 97, 128), (1, 2, 300, 64)],
 }
 SHAPES["attention_forward_causal"] = SHAPES["attention_forward"]
+# the tensor-core kernel's tiles are 128 rows x 64 keys: two row blocks, four key tiles, both ends partial
+SHAPES["attention_forward_tc"] = [*SHAPES["attention_forward"], (1, 2, 130, 200, 128)]
 WRONG_CASES = {   # name: (shape, the status the grader's check gives)
     "softmax_no_max": ((4, 100), Status.INCORRECT),
     "online_no_rescale": ((1, 2, 97, 97, 64), Status.INCORRECT),
     "causal_off_by_one": ((1, 2, 97, 97, 64), Status.INCORRECT),
     "tile_edge": ((1, 2, 97, 97, 64), Status.INCORRECT),
     "decode_no_max": ((2, 2, 97, 128), Status.INCORRECT),
+    "tc_no_rescale": ((1, 2, 97, 97, 64), Status.INCORRECT),
 }
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++ (C++20) for the CPU emulation")
@@ -77,12 +83,33 @@ def whole(tensor):
     return torch.empty(0, dtype=tensor.dtype).set_(tensor.untyped_storage())
 
 
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def without_inline_ptx(source: str) -> str:
+    """``source`` without its top-level functions whose body holds ``asm``: cuda_emu.h defines them instead."""
+    blank = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), source)   # braces in strings do not count
+    keep, start, depth = [], 0, 0
+    for i, ch in enumerate(blank):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if depth == 0 and ch in ";}":
+            part = blank[start:i + 1]
+            keep.append("" if ch == "}" and re.search(r"\basm\b", part) else source[start:i + 1])
+            start = i + 1
+    return "".join(keep) + source[start:]
+
+
 def build(source: Path, function: str, kind: str, geometry: Geometry, tmp: Path) -> Path:
     exe = tmp / f"{source.stem}-{function}"
+    emulated = tmp / f"{source.stem}-{function}.cu"
+    emulated.write_text(without_inline_ptx(source.read_text()))
     flags = [f"-D{k}={v}" for k, v in geometry.defines().items()]
     subprocess.run([CXX, "-std=c++20", "-O1", "-fno-strict-aliasing", "-w", "-pthread", "-include",
                     str(EMU / "cuda_emu.h"), f"-DKERNEL={function}", f"-DKIND_{DRIVER_KIND[kind]}", *flags,
-                    "-x", "c++", str(source), "-x", "c++", str(EMU / "attention_driver.cpp"), "-o", str(exe)],
+                    "-x", "c++", str(emulated), "-x", "c++", str(EMU / "attention_driver.cpp"), "-o", str(exe)],
                    check=True, timeout=300)
     return exe
 

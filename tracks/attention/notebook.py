@@ -1,37 +1,42 @@
-"""The attention track's nbgrader source notebook, built from its spec, its problem kinds and its reference
-kernels.
+"""The attention track's nbgrader source notebook, built from its spec, structure.toml, its problem kinds and
+its reference kernels.
 
 Cells: an introduction, the set-up cell, then per kernel in spec order: a markdown statement (title, the
-reference's leading comment, signature, launch, sizes, speed, points), the solution cell (``<id>_src``: the
-reference with its kernel body between nbgrader's solution markers), a read-only ``<id>_check`` cell
-(compiles, no GPU needed) and the hidden ``<id>_score`` cell.
+reference's leading comment, signature, launch, sizes, speed, points, structural checks), the solution cell
+(``<id>_src``: the reference with its kernel body between nbgrader's solution markers), a read-only
+``<id>_check`` cell (compiles, no GPU needed), the hidden ``<id>_score`` cell and a hidden cell per
+structural check of the kernel.
 """
 from __future__ import annotations
 
 import nbformat
 
+from graders import notebook as nb
 from graders.cuda_engine.problems import problem
+from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import KernelSpec, load_spec
-from graders.notebook import CUDA_LANGUAGE, cuda_kernel_cells, leading_comment, locked, markdown, notebook
+from graders.cuda_engine.structure import Check, load_structure
 
 TRACK = "attention"
 TITLES = {"softmax_three_pass": "Softmax in three passes", "softmax_two_pass": "Softmax in two passes (online)",
           "softmax_one_pass": "Softmax in one pass", "flash_forward": "FlashAttention forward",
-          "flash_causal": "Causal FlashAttention", "decode": "Decode: one query, a long KV cache"}
+          "flash_causal": "Causal FlashAttention", "flash_tc": "FlashAttention-2 on the tensor cores",
+          "decode": "Decode: one query, a long KV cache"}
 # how the grid follows from the shape, by problem kind
 GRIDS = {"row_softmax": "one block per row",
          "attention_forward": "ceil(seq_q / TILE_Y) x (batch * heads) blocks: blockIdx.x picks TILE_Y query rows, "
                               "blockIdx.y the (batch, head)",
          "attention_decode": "batch * heads blocks, one per (batch, head)"}
-GRIDS["attention_forward_causal"] = GRIDS["attention_forward"]
+GRIDS["attention_forward_causal"] = GRIDS["attention_forward_tc"] = GRIDS["attention_forward"]
 
 INTRO = """# Attention, from the softmax up
 
 {count} CUDA C++ kernels: a row softmax three ways (three passes over the logits, two with the online max
-and sum, one with the row held in registers), FlashAttention's forward pass (unmasked, then causal) and
-decode, one new token attending to a long KV cache. Write each kernel as CUDA C++ in the string of its cell;
-the grader compiles it with NVRTC and launches it itself, with the grid and block each step states
-(`BLOCK_X`, `BLOCK_Y`, `TILE_X`, `TILE_Y` and any other parameter of the step are `#define`d for you).
+and sum, one with the row held in registers), FlashAttention's forward pass (unmasked, then causal, then
+FlashAttention-2 style on the tensor cores) and decode, one new token attending to a long KV cache. Write
+each kernel as CUDA C++ in the string of its cell; the grader compiles it with NVRTC and launches it itself,
+with the grid and block each step states (`BLOCK_X`, `BLOCK_Y`, `TILE_X`, `TILE_Y` and any other parameter of
+the step are `#define`d for you).
 
 **The softmax** is fp32: `out[r][c] = exp(x[r][c] - m) / sum over c' of exp(x[r][c'] - m)` with `m` the row's
 max. Correct means within a relative 2e-5 of a float64 softmax at every element. Some hidden rows have logits
@@ -58,14 +63,15 @@ points for being correct and more for speed: none below its floor ratio, full at
 * Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
   shared memory and spills. Correctness and speed are checked on the GPU worker."""
 
-SETUP = "from graders.cuda_engine.grade import assert_compiles, check, score"
+SETUP = ("from graders.cuda_engine.grade import assert_compiles, check, score\n"
+         "from graders.cuda_engine.structure import check_sass")
 
 
 def _shape(shape: tuple[int, ...]) -> str:
     return " x ".join(f"{n:,}" for n in shape)
 
 
-def _statement(number: int, kernel: KernelSpec, provisional: bool) -> str:
+def _statement(number: int, kernel: KernelSpec, provisional: bool, checks: list[Check]) -> str:
     kind = problem(kernel.kind)
     g = kernel.geometry
     params = "".join(f", `{name}` = {value}" for name, value in g.params)
@@ -73,7 +79,7 @@ def _statement(number: int, kernel: KernelSpec, provisional: bool) -> str:
     amount = f"{work / 2**30:,.1f} GiB moved" if kind.work_unit == "B" else f"{work / 1e12:,.2f} TFLOP"
     return "\n".join([
         f"## {number}. {TITLES[kernel.id]}", "",
-        leading_comment(kernel.reference.read_text()), "",
+        nb.leading_comment(kernel.reference.read_text()), "",
         f"* **Signature:** `extern \"C\" __global__ void {kernel.function}{kind.signature}`",
         f"* **Launch:** {GRIDS[kernel.kind]}, of {g.block[0]} x {g.block[1]} threads (`TILE_X` = {g.tile[0]}, "
         f"`TILE_Y` = {g.tile[1]}{params}).",
@@ -83,13 +89,22 @@ def _statement(number: int, kernel: KernelSpec, provisional: bool) -> str:
         f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
         f"speed: full at {kernel.target:g} of the baseline's speed, none below {kernel.floor:g}"
         + (" (provisional until measured on the grading GPU)." if provisional else "."),
+        *(f"* **Structure** ({c.points:g} point{'' if c.points == 1 else 's'}, from the compiled code): "
+          + "; ".join(REQUIREMENTS[r][1] for r in c.require) + "." for c in checks),
+        *(["* **Tensor cores:** a kernel whose SASS has no tensor-core instruction keeps its correctness "
+           "points only."] if "tensor_cores" in kind.sass_requirements else []),
     ])
 
 
 def build() -> nbformat.NotebookNode:
     spec = load_spec(TRACK)
-    cells = [markdown(INTRO.format(count=len(spec.kernels))), locked(SETUP, "setup")]
+    structure = load_structure(TRACK)
+    cells = [nb.markdown(INTRO.format(count=len(spec.kernels))), nb.locked(SETUP, "setup")]
     for number, kernel in enumerate(spec.kernels.values(), start=1):
-        cells.append(markdown(_statement(number, kernel, spec.targets == "provisional")))
-        cells += cuda_kernel_cells(TRACK, kernel)
-    return notebook(cells, CUDA_LANGUAGE)
+        checks = [c for c in structure.checks.values() if c.kernel == kernel.id]
+        cells.append(nb.markdown(_statement(number, kernel, spec.targets == "provisional", checks)))
+        cells += nb.cuda_kernel_cells(TRACK, kernel)
+        for check in checks:
+            cells.append(nb.graded_test(nb.assert_compiles(TRACK, kernel.id), f"check_sass({TRACK!r}, "
+                                        f"{check.id!r}, {kernel.id}_src)", check.id, check.points, "structure"))
+    return nb.notebook(cells, nb.CUDA_LANGUAGE)
