@@ -1,5 +1,6 @@
-"""The tensor-core worklog without a GPU: the spec, the bf16gemm kind and its tolerance at its edges, every
-reference compiled for sm_90 with the SASS its step teaches, the known-wrong solutions' structural points."""
+"""The tensor-core worklog without a GPU: the spec, the bf16gemm kind and its tolerance at its edges (and the
+precision menu's: TF32, fp8), every reference compiled for sm_90 with the SASS its step teaches, what sm_90
+makes of an e4m3 mma.sync, the known-wrong solutions' structural points."""
 from __future__ import annotations
 
 import pytest
@@ -18,10 +19,11 @@ KIND = TRACK.problem_module()
 SPEC = load_spec("tensorcores")
 STRUCTURE_CHECKS = load_structure("tensorcores").checks
 WRONG = TRACK.wrong_solutions()
-ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling", "fp16", "tf32"]
+ORDER = ["wmma", "wmma_smem", "mma", "swizzle", "pipeline", "warptiling", "fp16", "tf32", "fp8"]
 # what each step's SASS must hold beyond HMMA and no local memory: ldmatrix from step 3, cp.async from step 5
 TAUGHT = {"wmma": (), "wmma_smem": (), "mma": ("ldsm",), "swizzle": ("ldsm",), "pipeline": ("ldsm", "ldgsts"),
-          "warptiling": ("ldsm", "ldgsts"), "fp16": ("ldsm", "ldgsts"), "tf32": ("ldgsts",)}
+          "warptiling": ("ldsm", "ldgsts"), "fp16": ("ldsm", "ldgsts"), "tf32": ("ldgsts",),
+          "fp8": ("ldsm", "ldgsts", "e4m3")}
 
 needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
                                       reason="needs cuobjdump and nvdisasm")
@@ -32,7 +34,7 @@ needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sas
 def test_spec_lists_the_six_steps_and_the_precision_menu_in_order():
     assert list(SPEC.kernels) == ORDER
     assert [k.reference.name for k in SPEC.kernels.values()] == [f"{kid}.cu" for kid in ORDER]
-    assert [k.kind for k in SPEC.kernels.values()] == ["bf16gemm"] * 6 + ["f16gemm", "tf32gemm"]
+    assert [k.kind for k in SPEC.kernels.values()] == ["bf16gemm"] * 6 + ["f16gemm", "tf32gemm", "fp8gemm"]
     assert all(k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
     assert SPEC.targets == "provisional" and SPEC.requires_gpu
     assert SPEC.kernel("swizzle").counter.relative_to == "mma"
@@ -46,7 +48,8 @@ def test_check_shapes_are_multiples_of_each_tile():
         assert any(m != n for m, n, _ in kernel.check_shapes), kid
 
 
-@pytest.mark.parametrize("name, c_type", [("bf16gemm", "bf16"), ("f16gemm", "f16"), ("tf32gemm", "float")])
+@pytest.mark.parametrize("name, c_type", [("bf16gemm", "bf16"), ("f16gemm", "f16"), ("tf32gemm", "float"),
+                                          ("fp8gemm", "fp8")])
 def test_problem_kinds(name, c_type):
     kind = problem(name)
     assert kind.work((4096, 4096, 4096)) == 2 * 4096 ** 3 and kind.work_unit == "FLOP"
@@ -57,7 +60,7 @@ def test_problem_kinds(name, c_type):
 
 
 @pytest.mark.parametrize("name, dtype", [("bf16gemm", torch.bfloat16), ("f16gemm", torch.float16),
-                                         ("tf32gemm", torch.float32)])
+                                         ("tf32gemm", torch.float32), ("fp8gemm", torch.float8_e4m3fn)])
 def test_inputs_are_of_the_kinds_dtype_and_fenced_with_nan(name, dtype):
     a, b = problem(name).make_inputs((48, 32, 16), torch.Generator().manual_seed(1))
     assert a.dtype == b.dtype == dtype and a.shape == (48, 16) and b.shape == (16, 32)
@@ -66,6 +69,8 @@ def test_inputs_are_of_the_kinds_dtype_and_fenced_with_nan(name, dtype):
         whole = torch.tensor([], dtype=dtype).set_(base)
         assert torch.isnan(whole[:KIND.INPUT_GUARD]).all() and torch.isnan(whole[-KIND.INPUT_GUARD:]).all()
         assert not torch.isnan(t).any()
+    assert a.stride() == (16, 1)
+    assert b.stride() == ((1, 16) if name == "fp8gemm" else (32, 1))   # fp8's B is column-major, as cuBLAS's
 
 
 # --- the tolerance -------------------------------------------------------------------------------------
@@ -176,6 +181,12 @@ def test_reference_sass_shows_what_its_step_teaches(compiled, kernel_id):
         assert sass.opcode_count(text, "LDSM") == 0            # step 1 reads global memory only
     if kernel_id == "tf32":
         assert sass.opcode_count(text, "LDSM") == 0             # ldmatrix moves 16-bit values; TF32 reads LDS.32
+    if kernel_id == "fp8":   # sm_90 has no fp8 mma.sync: e4m3 pairs converted to fp16, then fp16 HMMA
+        assert "QMMA" not in sass.tensor_core_ops(text)
+        ops = _mnemonics(text)
+        assert ops["HMMA.16816.F32"] == sass.tensor_core_ops(text)["HMMA"]
+        # a fragment is converted once for all the mmas that use it: not the 6 F2FP an HMMA of a lone mma.sync
+        assert 0 < ops["F2FP.F16.E4M3.UNPACK_B"] <= ops["HMMA.16816.F32"]
     if "ldgsts" not in TAUGHT[kernel_id]:
         assert sass.opcode_count(text, "LDGSTS") == 0
 
@@ -288,4 +299,124 @@ def test_tf32_element_bound_edge(factor, ok):
     out = expected.c.float().clone()
     out[5, 7] = float(expected.c[5, 7] + factor * expected.bound[5, 7])
     why = problem("tf32gemm").compare(out, expected)
+    assert (why == "") == ok, why
+
+
+# --- fp8: e4m3 through mma.sync -----------------------------------------------------------------------------
+
+FP8 = problem("fp8gemm")
+# the fp8 rule, restated (not read from problem.py): every element within FP8_ELEMENT_FACTOR K 2^-24 (|A| @ |B|)
+# of the float64 product of the e4m3 inputs, and a relative Frobenius error within FP8_FROBENIUS_RTOL
+FP8_ELEMENT_FACTOR = 4.0
+FP8_FROBENIUS_RTOL = 1e-4
+ONE_MMA = r"""
+extern "C" __global__ void one_mma(float* out, const unsigned* in)
+{
+    unsigned a[4], b[2];
+    for (int i = 0; i < 4; ++i) a[i] = in[threadIdx.x * 4 + i];
+    b[0] = in[128 + threadIdx.x]; b[1] = in[160 + threadIdx.x];
+    float d[4] = {};
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = d[i];
+}
+"""
+
+
+def _mnemonics(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for mnemonic in sass._INSTRUCTION.findall(text):
+        counts[mnemonic] = counts.get(mnemonic, 0) + 1
+    return counts
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("arch, expected", [
+    ("sm_89", {"QMMA.16832.F32.E4M3.E4M3": 1}),
+    ("sm_90", {"F2FP.F16.E4M3.UNPACK_B": 12, "HMMA.16816.F32": 2}),
+])
+def test_what_an_e4m3_mma_sync_compiles_to(arch, expected):
+    """Ada has an fp8 mma.sync (QMMA); for sm_90 ptxas converts the 12 registers of e4m3 pairs to fp16 pairs and
+    runs two fp16 HMMA.16816 (the k32 product in two halves): Hopper's fp8 rate is wgmma's alone."""
+    text = sass.disassemble(compile_cuda(ONE_MMA, kernels=("one_mma",), arch=arch).cubin)["one_mma"]
+    ops = _mnemonics(text)
+    assert {m: n for m, n in ops.items() if m.split(".")[0] in ("QMMA", "HMMA", "F2FP")} == expected
+    assert sass.REQUIREMENTS["e4m3"][0](text, {}) == ""
+
+
+def _fp8_case(m: int, n: int, k: int, seed: int = 0):
+    a, b = FP8.make_inputs((m, n, k), torch.Generator().manual_seed(seed))
+    return a, b, FP8.reference([a, b])
+
+
+def test_fp8_reference_and_baseline_on_cpu():
+    """The reference is the float64 product of the e4m3 values; the baseline (torch._scaled_mm, which torch's CPU
+    build also runs) computes the same product into fp32."""
+    a, b, expected = _fp8_case(64, 32, 128)
+    assert torch.equal(expected.c, a.double() @ b.double())
+    out = torch.full((64, 32), float("nan"))
+    FP8.baseline(out, [a, b])
+    assert FP8.compare(out, expected) == ""
+
+
+@pytest.mark.parametrize("chunk, rounding", [(1, "toward-zero"), (16, "nearest"), (32, "nearest"),
+                                             (32, "toward-zero")],
+                         ids=["per-element-truncated", "per-k16", "per-mma", "per-mma-truncated"])
+def test_fp8_with_fp32_accumulation_passes_at_k_4096(chunk, rounding):
+    """fp32 accumulation of e4m3 products, per product or per 16- or 32-deep MMA (sm_90 adds each k32 product to
+    the accumulator with FADD); measured here: relative Frobenius error at most 6.4e-8 (truncating each product:
+    e4m3 products have 8 significant bits, so most partial sums are exact)."""
+    a, b, expected = _fp8_case(64, 64, 4096)
+    round_fn = (lambda x: x.float().double()) if rounding == "nearest" else _to_fp32_toward_zero
+    assert FP8.compare(_accumulated(a, b, chunk, round_fn), expected) == ""
+
+
+@pytest.mark.parametrize("k", [64, 1024, 4096])
+def test_fp8_with_fp16_accumulation_is_rejected(k):
+    """The fp8_f16_accumulate known-wrong kernel's arithmetic: the running sum in fp16, rounded after every 16
+    products; measured here: relative Frobenius error 3.3e-4 at K = 64, 2.3e-3 at K = 4096."""
+    a, b, expected = _fp8_case(64, 64, k)
+    why = FP8.compare(_accumulated(a, b, 16, lambda x: x.half().double()), expected)
+    assert "relative Frobenius error" in why and "(allowed 0.0001)" in why
+
+
+@pytest.mark.parametrize("rounded", [torch.float16, torch.float8_e5m2, torch.float8_e4m3fn])
+def test_fp8_with_a_low_precision_output_is_rejected(rounded):
+    """C right, then rounded to fp16 (measured: relative Frobenius error 2.1e-4, twice the allowance), or to an
+    fp8 format (5e-2 and more)."""
+    a, b, expected = _fp8_case(64, 64, 1024)
+    why = FP8.compare(expected.c.to(rounded).float(), expected)
+    assert "relative Frobenius error" in why and "(allowed 0.0001)" in why
+
+
+def test_fp8_inputs_read_as_e5m2_or_b_read_row_major_are_rejected():
+    """The fp8_e5m2 known-wrong kernel's arithmetic (each e4m3 byte read as e5m2), and the layout mistake of the
+    other steps' row-major B (B's bytes, N x K in memory, read as K x N)."""
+    a, b, expected = _fp8_case(64, 64, 64)
+    as_e5m2 = [t.view(torch.uint8).view(torch.float8_e5m2).double() for t in (a, b.t().contiguous())]
+    assert "outside the fp32-accumulation tolerance" in FP8.compare((as_e5m2[0] @ as_e5m2[1].t()).float(), expected)
+    row_major = b.t().contiguous().view(64, 64)
+    assert "outside the fp32-accumulation tolerance" in FP8.compare((a.double() @ row_major.double()).float(),
+                                                                    expected)
+
+
+@pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
+def test_fp8_element_bound_edge(factor, ok):
+    a, b, expected = _fp8_case(64, 96, 256)
+    out = expected.c.float().clone()
+    bound = FP8_ELEMENT_FACTOR * 256 * 2.0 ** -24 * float((a.double().abs() @ b.double().abs())[5, 7])
+    out[5, 7] = float(expected.c[5, 7]) + factor * bound
+    why = FP8.compare(out, expected)
+    assert (why == "") == ok, why
+    if not ok:
+        assert "1 of 6144 values outside the fp32-accumulation tolerance; first at C[5][7]" in why
+
+
+@pytest.mark.parametrize("factor, ok", [(0.9, True), (1.1, False)])
+def test_fp8_frobenius_edge(factor, ok):
+    a, b, expected = _fp8_case(64, 96, 1024)
+    out = (expected.c * (1 + factor * FP8_FROBENIUS_RTOL)).float()
+    why = FP8.compare(out, expected)
     assert (why == "") == ok, why

@@ -23,13 +23,15 @@ TRACK = "tensorcores"
 INTRO = """# The tensor-core worklog
 
 Six bf16 matrix-multiply kernels on the tensor cores, from WMMA to a pipelined `mma.sync` kernel, then the
-last one in fp16 and in TF32 (the precision menu), graded as a fraction of cuBLAS in the same precision.
-`C = A @ B` with `A` M x K and `B` K x N in bfloat16 (fp16, fp32 in the menu), both row-major, and `C`
-M x N in fp32, row-major, accumulated in fp32. Every bf16 kernel has the signature
+last one in fp16, in TF32 and in fp8 (the precision menu), graded as a fraction of cuBLAS in the same
+precision. `C = A @ B` with `A` M x K and `B` K x N in bfloat16 (fp16, fp32, e4m3 in the menu), both
+row-major (the fp8 step's `B` column-major), and `C` M x N in fp32, row-major, accumulated in fp32. Every bf16
+kernel has the signature
 
     extern "C" __global__ void NAME{signature}
 
-where `bf16` is `unsigned short`: the raw bits of a bfloat16 (`f16` in the fp16 step; each cell declares it;
+where `bf16` is `unsigned short`: the raw bits of a bfloat16 (`f16` in the fp16 step, `fp8` = `unsigned char`
+in the fp8 step; each cell declares it;
 the grader's NVRTC has no `cuda_bf16.h` or `mma.h`, so the tensor-core instructions are written as inline PTX,
 and the helper functions above each kernel show how). The grader compiles each cell with NVRTC and launches it
 itself: a grid of ceil(N / TILE_X) x ceil(M / TILE_Y) blocks of BLOCK_X x BLOCK_Y threads. These four names
@@ -41,7 +43,8 @@ of the float64 product of the same inputs, and a relative Frobenius error below 
 fp16) values are exact in fp32, so that bound is fp32 accumulation's own (K additions, each off by at most
 2^-24, twice that when the tensor cores truncate), with a factor 2 to spare; an fp16 accumulator misses the
 Frobenius bound by far. The TF32 step's bound adds TF32's rounding of the inputs (2 x 2^-11 a product) and
-allows a relative Frobenius error of 1e-3. C is filled with NaN before every run and fenced by guard bands, so
+allows a relative Frobenius error of 1e-3; the fp8 step's is bf16's (a product of two e4m3 values is exact in
+fp32 too). C is filled with NaN before every run and fenced by guard bands, so
 an element you never write, or a write outside C, fails. Correctness is checked again after timing.
 
 **Speed** is the ratio of {baseline}'s time to your kernel's at 4096 x 4096 x 4096, both measured in the

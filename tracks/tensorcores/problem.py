@@ -1,4 +1,5 @@
-"""The ``bf16gemm`` problem kind of the tensor-core worklog, and the precision menu's ``f16gemm`` and ``tf32gemm``.
+"""The ``bf16gemm`` problem kind of the tensor-core worklog, and the precision menu's ``f16gemm``, ``tf32gemm`` and
+``fp8gemm``.
 
 Shape ``(M, N, K)``: ``C = A @ B`` with ``A`` (M x K) and ``B`` (K x N) bfloat16, both row-major, and ``C``
 (M x N) fp32, row-major, accumulated in fp32. Kernels are
@@ -26,6 +27,16 @@ fp32 inputs, each product is off by at most (2 u_t + u_t^2) |a| |b| before the f
 so every element must be within that times (|A| @ |B|)[i][j] plus the bound above, and the relative Frobenius
 error under ``TF32_FROBENIUS_RTOL``: emulated in the tests, TF32 rounding gives 2.9e-4 at K = 32 to 4096, and
 inputs rounded to bf16 instead 2.3e-3.
+
+``fp8gemm`` takes e4m3 inputs (``fp8`` = ``unsigned char``; 4 significant bits, largest value 448), A row-major
+and B column-major (``B[k][n]`` at ``B[n * K + k]``, the layout cuBLAS's fp8 GEMM requires), and is timed against
+``torch._scaled_mm`` of the same e4m3 tensors with unit scales, fp32 out and fp32 accumulation
+(``use_fast_accum=False``: cuBLAS's fast accumulation skips promoting the fp8 tensor cores' partial sums to a
+higher precision). The reference is again the float64 product of the inputs themselves, so e4m3's own rounding
+(u = 2^-4) is not an error here: a product of two e4m3 values has at most 8 significant bits, exact in fp32,
+and on sm_90 the e4m3 -> fp16 conversion that ptxas puts before its fp16 HMMA (Hopper's mma.sync has no fp8
+path) is exact as well. What is left is fp32 accumulation, so the tolerance is bf16gemm's, 4 K 2^-24
+(|A| @ |B|) per element and ``FROBENIUS_RTOL``: the format changes the inputs, not the allowance.
 
 No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
 runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
@@ -74,6 +85,12 @@ def _inputs(dtype: str):
         m, n, k = shape
         return [_fenced(m, k, gen, dtype), _fenced(k, n, gen, dtype)]
     return make
+
+
+def _fp8_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    """Row-major A (M x K) and column-major B (K x N: the transpose of a row-major N x K), both e4m3."""
+    m, n, k = shape
+    return [_fenced(m, k, gen, "float8_e4m3fn"), _fenced(n, k, gen, "float8_e4m3fn").t()]
 
 
 def _reference(inputs: list[Tensor]) -> ProductsExpected:
@@ -129,12 +146,27 @@ def _cublas_tf32(out: Tensor, inputs: list[Tensor]) -> None:
     torch.matmul(inputs[0], inputs[1], out=out)
 
 
-def _gemm(kind: str, dtype: str, c_type: str, reference, baseline, baseline_name: str) -> Problem:
+_UNIT_SCALES: dict[str, tuple[Tensor, Tensor]] = {}   # by device: _scaled_mm's scale_a and scale_b, both 1
+
+
+def _cublas_fp8(out: Tensor, inputs: list[Tensor]) -> None:
+    """cuBLAS's fp8 GEMM (torch._scaled_mm: e4m3 A row-major, B column-major, scales 1, fp32 accumulation and
+    out). The scales are made once per device, so that no launch but the GEMM's is timed."""
+    import torch
+    a, b = inputs
+    scales = _UNIT_SCALES.get(str(a.device))
+    if scales is None:
+        scales = _UNIT_SCALES[str(a.device)] = (torch.ones((), device=a.device), torch.ones((), device=a.device))
+    torch._scaled_mm(a, b, scale_a=scales[0], scale_b=scales[1], out_dtype=torch.float32, use_fast_accum=False,
+                     out=out)
+
+
+def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_name: str) -> Problem:
     return Problem(
         kind=kind,
         signature=f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)",
         shape_names=("M", "N", "K"),
-        make_inputs=_inputs(dtype),
+        make_inputs=make_inputs,
         out_shape=lambda s: (s[0], s[1]),
         reference=reference,
         baseline=baseline,
@@ -149,7 +181,10 @@ def _gemm(kind: str, dtype: str, c_type: str, reference, baseline, baseline_name
     )
 
 
-PROBLEMS = [_gemm("bf16gemm", "bfloat16", "bf16", _reference, _cublas, "cuBLAS bf16 GEMM (torch.mm, fp32 out)"),
-            _gemm("f16gemm", "float16", "f16", _reference, _cublas, "cuBLAS fp16 GEMM (torch.mm, fp32 out)"),
-            _gemm("tf32gemm", "float32", "float", _tf32_reference, _cublas_tf32,
-                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)")]
+PROBLEMS = [_gemm("bf16gemm", _inputs("bfloat16"), "bf16", _reference, _cublas,
+                  "cuBLAS bf16 GEMM (torch.mm, fp32 out)"),
+            _gemm("f16gemm", _inputs("float16"), "f16", _reference, _cublas, "cuBLAS fp16 GEMM (torch.mm, fp32 out)"),
+            _gemm("tf32gemm", _inputs("float32"), "float", _tf32_reference, _cublas_tf32,
+                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)"),
+            _gemm("fp8gemm", _fp8_inputs, "fp8", _reference, _cublas_fp8,
+                  "cuBLAS fp8 GEMM (torch._scaled_mm, e4m3, fp32 out)")]
