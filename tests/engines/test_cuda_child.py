@@ -207,6 +207,8 @@ CORRECT = {                                     # a right Python "kernel" (out, 
     "attention_forward": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(), False)),
     "attention_forward_causal": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(),
                                                                                    True)),
+    "attention_forward_tc": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(),
+                                                                               False)),
     "attention_decode": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(), False)),
 }
 
