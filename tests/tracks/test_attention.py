@@ -2,9 +2,8 @@
 sm_90 through the engine; the reference math of tracks/attention/problem.py on CPU tensors, each
 correctness rule at its edge, and the causal alignment against PyTorch's own ``is_causal``; the tensor-core
 step's SASS (sm_90 cubin: mma.sync bf16 HMMA, ldmatrix, cp.async, no local memory) and its structural
-check. (That the
-committed notebook is what ``workshop build`` writes is tests/tracks/test_tracks.py's, for every track;
-that the kernels compute the right thing, tests/tracks/test_attention_emulated.py's.)
+check. (That the committed notebook is what ``workshop build`` writes is tests/tracks/test_tracks.py's, for
+every track; that the kernels compute the right thing, tests/tracks/test_attention_emulated.py's.)
 """
 from __future__ import annotations
 

@@ -12,13 +12,14 @@
 //   shared memory with their 16-byte chunks swizzled (chunk c of row r at c ^ (r % 8)), so that the 8 rows
 //   an ldmatrix reads fall in 8 different bank groups.
 // - cp.async pipeline in 48 KiB of static shared memory: two K buffers and one V buffer of 64 x head_dim
-//   bf16 (Q passes through two of them first). V(j) lands while S(j) is computed, K(j + 1) while S(j) and
+//   bf16 (Q passes through the first two first). V(j) lands while S(j) is computed, K(j + 1) while S(j) and
 //   P V(j) are; two __syncthreads per tile.
 // - Edges: rows past seq_q and keys past seq_k are loaded as zeros (cp.async with 0 source bytes) and the
 //   keys are masked to -inf in the last tile; only rows < seq_q are written. The row sums stay per lane
 //   until the end (one reduction), and O / l is written in fp32.
-// The launch: 32 x 8 threads, TILE_X = 64 keys, TILE_Y = 128 rows; head_dim 64 and 128 each compile to
-// their own loop (register arrays sized at compile time).
+// The launch: 32 x 8 threads, TILE_X = 64 keys, TILE_Y = 128 rows (32 x 4 threads on 64 rows also works:
+// two blocks an SM instead of one); head_dim 64 and 128 each compile to their own loop (register arrays
+// sized at compile time).
 typedef unsigned short bf16;   // the raw bits of a bfloat16
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -81,7 +82,7 @@ flash_tc(float* out, const bf16* q, const bf16* k, const bf16* v, int batch, int
 {
     constexpr int KEYS = TILE_X, ROWS = TILE_Y, THREADS = BLOCK_X * BLOCK_Y, MAX_D = 128;
     static_assert(BLOCK_X == 32 && ROWS == 16 * BLOCK_Y, "a warp per 16 query rows");
-    static_assert(KEYS == 64 && ROWS == 2 * KEYS, "Q is staged in two key-tile buffers");
+    static_assert(KEYS == 64 && (ROWS == KEYS || ROWS == 2 * KEYS), "Q is staged in one or two key-tile buffers");
     __shared__ __align__(128) bf16 smem[3 * KEYS * MAX_D];   // 48 KiB at head_dim 128
     const float NEG_INF = __int_as_float(0xff800000);
     const int lane = threadIdx.x, warp = threadIdx.y, tid = warp * BLOCK_X + lane;
@@ -94,7 +95,7 @@ flash_tc(float* out, const bf16* q, const bf16* k, const bf16* v, int batch, int
         const bf16* qb = q + bh * seq_q * D;
         const bf16* kb = k + bh * seq_k * D;
         const bf16* vb = v + bh * seq_k * D;
-        bf16* const q_s = smem;                                        // units 0 and 1, before the loop
+        bf16* const q_s = smem;                                        // units 0 (and 1), before the loop
         bf16* const v_s = smem;                                        // unit 0
         auto k_s = [&](int j) { return smem + (j % 2 ? 1 : 2) * KEYS * D; };   // K(j): unit 2, 1, 2, ...
         auto at = [](int r, int c) { return r * D + (((c / 8) ^ (r % 8)) * 8) + c % 8; };   // swizzled
