@@ -9,7 +9,8 @@ Phases (`check_and_time`), each stopping at the first failure:
 1. compile for this GPU's architecture (`graders.cuda_engine.compile`);
 2. correctness at every ``check_shapes`` shape, on random inputs (every input of the child is drawn from
    the request's ``seed``, which the answer repeats), into outputs poisoned with NaN and fenced by canary
-   guard regions (an out-of-bounds write damages a guard and is reported as such);
+   guard regions (an out-of-bounds write damages a guard and is reported as such); a correct output's
+   errors are recorded where the problem measures them (``Problem.accuracy``);
 3. timing at ``perf_shape`` (`graders.cuda_engine.timing`): the problem's baseline (a device-to-device copy
    of the same bytes for copy/transpose) and the kernel, interleaved, one launch per sample. Before every
    timed launch the inputs are drawn afresh and the output is poisoned; after it the output is checked
@@ -137,8 +138,11 @@ class Bench:
             expected = self.problem.reference(inputs)
         self.synchronize()
         wrong = verdict(self.problem, out, expected)
-        return {"shape": list(shape), "ok": not wrong, "status": Status.INCORRECT if wrong else Status.OK,
-                "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
+        found = {"shape": list(shape), "ok": not wrong, "status": Status.INCORRECT if wrong else Status.OK,
+                 "message": f"at shape {label} ({', '.join(self.problem.shape_names)}): {wrong}" if wrong else ""}
+        if self.problem.accuracy and not wrong:
+            found["accuracy"] = self.problem.accuracy(out, expected)
+        return found
 
     def time(self, shape: Shape, budget_s: float) -> dict:
         """Time the kernel against the baseline at ``shape``, every timed launch on fresh inputs and checked.

@@ -41,6 +41,11 @@ class Problem:
     # SASS requirements (`graders.cuda_engine.sass.REQUIREMENTS`) every kernel of this kind must meet; one
     # unmet: status ``unmet``, correctness points only (e.g. no tensor cores in an FP32 GEMM)
     sass_requirements: tuple[str, ...] = ()
+    # the number format a kernel of this kind computes in (e.g. "bf16 in, fp32 accumulate"), and what its error
+    # measures: (out, expected) -> named errors of a correct output, recorded with each passing check; the
+    # feedback tabulates both per kernel (the tensor-core track's precision menu). "" and None: neither
+    precision: str = ""
+    accuracy: Callable[[Tensor, Any], dict[str, float]] | None = None
 
 
 def random_matrix(shape: Shape, gen: Any) -> list[Tensor]:
