@@ -319,7 +319,7 @@ def _crashed(phase: str, exc: Exception) -> dict:
 def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: float) -> dict:
     """Phases 1-4 of the module docstring on ``bench``: the answer's measurements, status and message.
     A CUDA error gives status ``crashed``; any other exception is the grader's own and propagates."""
-    result: dict = {}
+    result: dict = {"precision": bench.problem.precision} if bench.problem.precision else {}
     phase = "compiling"
     try:
         try:

@@ -289,21 +289,23 @@ def test_an_unwritten_output_fails_even_where_the_answer_is_zero():
 
 
 def test_a_problem_that_measures_its_error_gets_it_recorded_with_each_correct_check():
-    """`Problem.accuracy` runs on every check that passed, before and after timing, and never on a wrong one."""
+    """`Problem.accuracy` runs on every check that passed, before and after timing, and never on a wrong one;
+    `Problem.precision` is in the answer."""
     seen = []
 
     def accuracy(out, expected):
         seen.append(tuple(out.shape))
         return {"max_abs_error": float((out - expected).abs().max())}
 
-    measured = dataclasses.replace(problem("transpose"), accuracy=accuracy)
+    measured = dataclasses.replace(problem("transpose"), accuracy=accuracy, precision="fp32")
     result = grade_on_cpu("transpose", transpose, measured)
-    assert result["status"] == "ok" and len(seen) == len(result["checks"]) >= 4
+    assert result["status"] == "ok" and len(seen) == len(result["checks"]) >= 4 and result["precision"] == "fp32"
     assert all(c["accuracy"] == {"max_abs_error": 0.0} for c in result["checks"])
     seen.clear()
     result = grade_on_cpu("transpose", one_ulp_off, measured)
     assert result["status"] == "incorrect" and seen == [] and "accuracy" not in result["checks"][0]
-    assert all("accuracy" not in c for c in grade_on_cpu("transpose", transpose)["checks"])
+    plain = grade_on_cpu("transpose", transpose)
+    assert "precision" not in plain and all("accuracy" not in c for c in plain["checks"])
 
 
 @pytest.mark.parametrize("kind", sorted(CORRECT))
