@@ -6,8 +6,11 @@ adds, under every cell whose test timed a kernel, a table: the kernel's time and
 the ratio and the ratios for no and for full speed points, the GPU it ran on, its hardware ceiling and how
 many timed launches were checked. Where a notebook timed two kernels or more (a ladder: the transpose steps,
 the GEMM worklog), a chart follows the last of them: each kernel's ratio to the baseline beside the ratio
-that earns full marks (set from the reference's own measured ratio). Both are ordinary notebook outputs, so
-nbgrader's HTML export embeds them (the chart as a PNG).
+that earns full marks (set from the reference's own measured ratio). Where kernels of a kind that names its
+number format were timed (the tensor-core track's precision menu: bf16, fp16, TF32, fp8), a precision table
+follows the chart: per kernel its format, time, throughput, the baseline's throughput in that format, the ratio,
+and the largest errors its correct checks measured. All are ordinary notebook outputs, so nbgrader's HTML
+export embeds them (the chart as a PNG).
 """
 from __future__ import annotations
 
@@ -54,6 +57,33 @@ def table(result: dict) -> str:
     return f"<table class='workshop-timing'><caption>{html.escape(result['test'])}</caption>{body}</table>"
 
 
+def _largest(result: dict, name: str) -> str:
+    found = [c["accuracy"][name] for c in result.get("checks", []) if name in c.get("accuracy", {})]
+    return f"{max(found):.2g}" if found else "?"
+
+
+def precision_table(results: list[dict]) -> str:
+    """The timed kernels that name their number format, one row each: format, time, throughput, the baseline's
+    throughput and the ratio, and the largest errors over the kernel's correct checks (``max_rel_error``:
+    the largest |error| over the largest |C|; the relative Frobenius error), as an HTML table."""
+    head = ["kernel", "format", "status", "time", "throughput", "baseline", "ratio", "max relative error",
+            "relative Frobenius error"]
+    rows = []
+    for r in results:
+        timing = r["timing"]
+        unit, kernel, base = timing["work_unit"], timing["kernel"], timing["baseline"]
+        rows.append([r["test"], r["precision"], r["status"], f"{kernel['median_s'] * 1e3:.4f} ms",
+                     f"{kernel['throughput'] / 1e12:,.1f} T{unit}/s",
+                     f"{base['name']}: {base['throughput'] / 1e12:,.1f} T{unit}/s", f"{timing['ratio']:.3f}",
+                     _largest(r, "max_rel_error"), _largest(r, "frobenius_rel_error")])
+    cells = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
+                    for row in rows)
+    header = "<tr>" + "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in head) + "</tr>"
+    caption = ("Your kernels by number format: each timed against the baseline in its own format; errors "
+               "against the float64 product of the same inputs, the largest over the correctness checks")
+    return f"<table class='workshop-precision'><caption>{caption}</caption>{header}{cells}</table>"
+
+
 def chart_png(results: list[dict]) -> bytes:
     """Each kernel's ratio to its baseline as bars, each step's full-marks ratio as a marker, as a PNG."""
     import matplotlib
@@ -86,7 +116,8 @@ def chart_png(results: list[dict]) -> bytes:
 
 
 class PerformanceFeedback(NbGraderPreprocessor):
-    """Adds each timed kernel's table under its graded cell, and the ladder's chart after the last one."""
+    """Adds each timed kernel's table under its graded cell, and the ladder's chart and the precision table
+    after the last one."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         timed = [(cell, timed_results(cell)) for cell in graded_cells(nb)]
@@ -100,4 +131,8 @@ class PerformanceFeedback(NbGraderPreprocessor):
             png = base64.b64encode(chart_png(ladder)).decode()
             timed[-1][0].outputs.append(new_output("display_data", data={
                 "image/png": png, "text/plain": "the speed of your kernels against the baseline"}))
+        formats = [r for r in ladder if r.get("precision")]
+        if formats:
+            timed[-1][0].outputs.append(new_output("display_data", data={
+                "text/html": precision_table(formats), "text/plain": "your kernels by number format"}))
         return nb, resources

@@ -1,11 +1,11 @@
 """The tensor-core worklog graded on a real GPU: every reference and every known-wrong solution.
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_tensorcores_gpu.py -x -q -s`` (``-s`` shows
-the table). Each grading runs in its own child process, cuBLAS (bf16 in, fp32 out) timed in the same child.
-The references' TFLOP/s and ratio to cuBLAS at the spec's 4096^3 are printed and written to
-``benchmarks/results/tensorcores-<date-time>.json`` (and ``$OUT``), a record ``workshop targets tensorcores``
-reads (``sizes.4096x4096x4096.kernels.<id>.ratio``), with the worklog's chart (``.png``: TFLOP/s per step
-against cuBLAS).
+the table). Each grading runs in its own child process, cuBLAS in the kernel's format (fp32 out) timed in the
+same child. The references' TFLOP/s, ratio to cuBLAS, format and largest relative error at the spec's 4096^3
+are printed and written to ``benchmarks/results/tensorcores-<date-time>.json`` (and ``$OUT``), a record
+``workshop targets tensorcores`` reads (``sizes.4096x4096x4096.kernels.<id>.ratio``), with the worklog's chart
+(``.png``: TFLOP/s per step against cuBLAS).
 """
 import json
 import os
@@ -57,11 +57,13 @@ def grade(kernel_id: str, source: str) -> dict:
 
 
 def table(rows: dict) -> str:
-    lines = [f"{'step':<12}{'status':<10}{'TFLOP/s':>9}{'cuBLAS':>9}{'% cuBLAS':>10}{'points':>8}"]
+    lines = [f"{'step':<12}{'status':<10}{'TFLOP/s':>9}{'cuBLAS':>9}{'% cuBLAS':>10}{'points':>8}{'max rel err':>13}"
+             f"  format"]
     for kid, r in rows.items():
         if "ratio" in r:
             lines.append(f"{kid:<12}{r['status']:<10}{r['gflops'] / 1e3:>9.1f}{r['cublas_gflops'] / 1e3:>9.1f}"
-                         f"{100 * r['ratio']:>9.1f}%{r['score']['total']:>8.2f}")
+                         f"{100 * r['ratio']:>9.1f}%{r['score']['total']:>8.2f}{r['max_rel_error'] or 0:>13.2g}"
+                         f"  {r['precision']}")
         else:
             lines.append(f"{kid:<12}{r['status']:<10}  {r['message'][:90]}")
     return "\n".join(lines)
@@ -73,7 +75,8 @@ def rows() -> dict:
     environment = None
     for kid, kernel in SPEC.kernels.items():
         result = grade(kid, kernel.reference.read_text())
-        found[kid] = records.gemm_row(result)
+        found[kid] = records.gemm_row(result) | {"precision": result.get("precision"), "max_rel_error": max(
+            (c["accuracy"]["max_rel_error"] for c in result.get("checks", []) if "accuracy" in c), default=None)}
         environment = environment or result.get("environment")
     shape = records.label(SPEC.kernel("warptiling").perf_shape)
     fields = {"environment": environment, "targets_in_spec": SPEC.targets, "graded_shape": shape,
@@ -81,10 +84,10 @@ def rows() -> dict:
     path = records.write_gpu_record("tensorcores", "the tensor-core worklog's references graded at the spec's "
                                     "shape", fields)
     chart = plot(json.loads(path.read_text()), path.with_suffix(".png"), title="The tensor-core worklog",
-                 panel="bf16 GEMM (fp16, TF32: the menu), fp32 accumulate", baseline="cuBLAS bf16 (fp32 out)")
+                 panel="bf16 GEMM (fp16, TF32, fp8: the menu), fp32 accumulate", baseline="cuBLAS bf16 (fp32 out)")
     if os.environ.get("OUT"):
         shutil.copy(chart, os.environ["OUT"])
-    print(f"\n{shape}, bf16 in (fp16, fp32 as TF32 in the menu's steps), fp32 accumulate and out\n" + table(found)
+    print(f"\n{shape}, bf16 in (fp16, fp32 as TF32, e4m3 in the menu's steps), fp32 accumulate and out\n" + table(found)
           + f"\nwrote {path} and {chart.name}")
     return found
 
@@ -93,6 +96,7 @@ def test_every_reference_is_correct_with_full_correctness_points(rows):
     for kid, row in rows.items():
         assert row["status"] == "ok", f"{kid}: {row['message']} {row.get('stderr_tail', '')}"
         assert row["score"]["correctness"] == SPEC.kernel(kid).points_correct
+        assert row["precision"] and row["max_rel_error"] is not None   # what the feedback's precision table shows
 
 
 def test_the_best_reference_against_the_issue_goal(rows):

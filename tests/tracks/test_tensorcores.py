@@ -57,6 +57,7 @@ def test_problem_kinds(name, c_type):
     assert kind.roof is None                       # the FP32 peak does not bound tensor cores
     assert kind.sass_requirements == ("tensor_cores",)
     assert kind.signature == f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)"
+    assert kind.precision.endswith(", fp32 accumulate") and kind.accuracy is KIND.products_accuracy
 
 
 @pytest.mark.parametrize("name, dtype", [("bf16gemm", torch.bfloat16), ("f16gemm", torch.float16),
@@ -138,6 +139,22 @@ def test_frobenius_edge(factor, ok):
     out = (expected.c * (1 + factor * KIND.FROBENIUS_RTOL)).float()
     why = KIND.products_mismatch(out, expected)
     assert (why == "") == ok, why
+
+
+def test_accuracy_measures_the_errors_of_a_correct_output():
+    """What the feedback's precision table shows: the largest error over the largest |C|, the relative Frobenius
+    error, and the largest share of an element's allowance used."""
+    a, b, expected = _case(64, 96, 256)
+    # the product rounded to fp32 once: at most 2^-24 |C| <= 2^-24 (|A| @ |B|), 1 / (4 K) of the allowance
+    assert KIND.products_accuracy(expected.c.float(), expected)["element_bound_used"] <= 1 / (4 * 256)
+    c = expected.c.clone()
+    c[5, 7] += 0.5 * expected.bound[5, 7]
+    measured = KIND.products_accuracy(c, expected)
+    assert measured["element_bound_used"] == pytest.approx(0.5, rel=1e-6)
+    assert measured["max_rel_error"] == pytest.approx(0.5 * float(expected.bound[5, 7] / expected.c.abs().max()))
+    assert measured["frobenius_rel_error"] == pytest.approx(
+        0.5 * float(expected.bound[5, 7] / torch.linalg.vector_norm(expected.c)))
+    assert KIND.products_mismatch(c.float(), expected) == ""
 
 
 def test_nan_and_wrong_tiles_fail():

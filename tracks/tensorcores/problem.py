@@ -38,6 +38,9 @@ and on sm_90 the e4m3 -> fp16 conversion that ptxas puts before its fp16 HMMA (H
 path) is exact as well. What is left is fp32 accumulation, so the tolerance is bf16gemm's, 4 K 2^-24
 (|A| @ |B|) per element and ``FROBENIUS_RTOL``: the format changes the inputs, not the allowance.
 
+Each kind names its format (``precision``) and measures a correct output's errors (`products_accuracy`), which
+the child records with every check and the feedback's precision table shows.
+
 No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
 runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
 """
@@ -130,6 +133,18 @@ def products_mismatch(out: Tensor, expected: ProductsExpected) -> str:
     return "; ".join(parts)
 
 
+def products_accuracy(out: Tensor, expected: ProductsExpected) -> dict[str, float]:
+    """A correct ``out``'s errors against the float64 product, for the feedback's precision table: the largest
+    error relative to the largest element of C (``max_rel_error``), the relative Frobenius error the check
+    bounds, and the largest share of an element's allowance used (``element_bound_used``, at most 1)."""
+    import torch
+    err = (out.double() - expected.c).abs()
+    largest, norm = float(expected.c.abs().max()), float(torch.linalg.vector_norm(expected.c))
+    return {"max_rel_error": float(err.max()) / largest if largest else 0.0,
+            "frobenius_rel_error": float(torch.linalg.vector_norm(err)) / norm if norm else 0.0,
+            "element_bound_used": float((err / expected.bound).max())}
+
+
 def _cublas(out: Tensor, inputs: list[Tensor]) -> None:
     """cuBLAS with the inputs' dtype, fp32 accumulation and fp32 output."""
     import torch
@@ -161,7 +176,7 @@ def _cublas_fp8(out: Tensor, inputs: list[Tensor]) -> None:
                      out=out)
 
 
-def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_name: str) -> Problem:
+def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_name: str, precision: str) -> Problem:
     return Problem(
         kind=kind,
         signature=f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)",
@@ -178,13 +193,16 @@ def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_nam
         compare=products_mismatch,
         roof=None,
         sass_requirements=("tensor_cores",),
+        precision=precision,
+        accuracy=products_accuracy,
     )
 
 
 PROBLEMS = [_gemm("bf16gemm", _inputs("bfloat16"), "bf16", _reference, _cublas,
-                  "cuBLAS bf16 GEMM (torch.mm, fp32 out)"),
-            _gemm("f16gemm", _inputs("float16"), "f16", _reference, _cublas, "cuBLAS fp16 GEMM (torch.mm, fp32 out)"),
+                  "cuBLAS bf16 GEMM (torch.mm, fp32 out)", "bf16 in, fp32 accumulate"),
+            _gemm("f16gemm", _inputs("float16"), "f16", _reference, _cublas, "cuBLAS fp16 GEMM (torch.mm, fp32 out)",
+                  "fp16 in, fp32 accumulate"),
             _gemm("tf32gemm", _inputs("float32"), "float", _tf32_reference, _cublas_tf32,
-                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)"),
+                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)", "TF32 (fp32 in, rounded), fp32 accumulate"),
             _gemm("fp8gemm", _fp8_inputs, "fp8", _reference, _cublas_fp8,
-                  "cuBLAS fp8 GEMM (torch._scaled_mm, e4m3, fp32 out)")]
+                  "cuBLAS fp8 GEMM (torch._scaled_mm, e4m3, fp32 out)", "fp8 e4m3 in, fp32 accumulate")]
