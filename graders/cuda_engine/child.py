@@ -17,7 +17,9 @@ Phases (`check_and_time`), each stopping at the first failure:
    against the reference and its guards are checked. A kernel that remembers results, replays them or skips
    work on some launches fails here. A median time below what the problem's hardware ceiling allows
    (``Problem.roof``: the bytes at the memory's peak bandwidth, or the FLOPs at the FP32 peak) is not
-   credited: status ``implausible``, correctness points only;
+   credited: status ``implausible``, correctness points only. Where the problem has an instruction probe
+   (``Problem.instruction_probe``: back-to-back mma.sync), its rate is measured after the timing and reported
+   beside the kernel's, not scored;
 4. correctness again on fresh inputs at every shape *after* timing.
 A kernel whose SASS misses its problem's requirements (`Problem.sass_requirements`: no tensor cores in an
 FP32 GEMM) is still checked and timed, then gets status ``unmet``: correctness points only.
@@ -40,7 +42,7 @@ except ImportError:  # cuda.core before 0.4
     from cuda.core.experimental import Device, LaunchConfig, launch
 
 from graders.cuda_engine.compile import CompileError, compile_cuda
-from graders.cuda_engine.problems import Problem, Shape, problem
+from graders.cuda_engine.problems import InstructionProbe, Problem, Shape, problem
 from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.cuda_engine.timing import Subject
 from graders.result import Status
@@ -55,6 +57,8 @@ class TimedLaunchFailed(Exception):
 
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
 CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
+# the instruction probe's launch (`Harness.instruction_ceiling`): 32 warps an SM, each PROBE_ITERATIONS deep
+PROBE_BLOCKS_PER_SM, PROBE_THREADS, PROBE_ITERATIONS, PROBE_LAUNCHES = 4, 256, 2048, 5
 
 
 class Bench:
@@ -180,13 +184,20 @@ class Bench:
         stats = timer.measure(budget_s)
         work = problem.work(shape)
         base, kern = stats["baseline"], stats["kernel"]
-        return {
+        found = {
             "shape": list(shape), "verified_launches": kern.samples, "l2_bytes": timer.l2_bytes,
             "baseline": base.as_dict() | {"throughput": work / base.median_s, "name": problem.baseline_name},
             "kernel": kern.as_dict() | {"throughput": work / kern.median_s},
             "work_unit": problem.work_unit, "ratio": base.median_s / kern.median_s,
             "ceiling": self.ceiling(),
         }
+        if problem.instruction_probe:
+            found["instruction_ceiling"] = self.instruction_ceiling(problem.instruction_probe)
+        return found
+
+    def instruction_ceiling(self, probe: InstructionProbe) -> dict:
+        """``probe``'s name and throughput on this device (`Problem.instruction_probe`); {} where it cannot run."""
+        return {}
 
     def ceiling(self) -> dict:
         """The problem's hardware ceiling on this device: its name and throughput, {} when none is known."""
@@ -246,6 +257,27 @@ class Harness(Bench):
         args = [np.uint64(t.data_ptr()) for t in (out, *inputs)]
         args += [np.int32(v) for v in self.problem.sizes(shape)]
         launch(self.stream, config, self.kernel, *args)
+
+    def instruction_ceiling(self, probe: InstructionProbe) -> dict:
+        """``probe`` on every SM (PROBE_BLOCKS_PER_SM blocks of PROBE_THREADS threads each), the median of
+        PROBE_LAUNCHES launches after one warm-up, each timed with CUDA events on the kernel's stream."""
+        torch = self.torch
+        code = compile_cuda(probe.source, kernels=("probe",), arch=self.arch).object_code.get_kernel("probe")
+        blocks = torch.cuda.get_device_properties(0).multi_processor_count * PROBE_BLOCKS_PER_SM
+        config = LaunchConfig(grid=(blocks, 1, 1), block=(PROBE_THREADS, 1, 1))
+        seconds = []
+        with self.enqueue():
+            out = torch.empty(blocks * PROBE_THREADS, device=self.device)
+            for _ in range(PROBE_LAUNCHES + 1):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                launch(self.stream, config, code, np.uint64(out.data_ptr()), np.int32(PROBE_ITERATIONS))
+                end.record()
+                end.synchronize()
+                seconds.append(start.elapsed_time(end) / 1e3)
+        median = sorted(seconds[1:])[PROBE_LAUNCHES // 2]
+        work = blocks * PROBE_THREADS // 32 * PROBE_ITERATIONS * probe.work_per_warp_iteration
+        return {"name": probe.name, "throughput": work / median, "median_s": median, "launches": PROBE_LAUNCHES}
 
     def timer(self, subjects: dict):
         from graders.cuda_engine.timing import CudaTimer

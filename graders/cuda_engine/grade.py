@@ -171,6 +171,10 @@ def report(result: GradeResult) -> str:
                      f"{b['name']} {b['median_s'] * 1e3:.4f} ms ({_rate(b['throughput'], unit)}); "
                      f"ratio {timing['ratio']:.3f} (full marks at {result.details['curve']['target']:g}, "
                      f"none below {result.details['curve']['floor']:g})")
+        probe = timing.get("instruction_ceiling")
+        if probe:
+            lines.append(f"  {probe['name']}, measured here: {_rate(probe['throughput'], unit)}; your kernel at "
+                         f"{100 * k['throughput'] / probe['throughput']:.1f}% of it (reported, not scored)")
     counter = result.details.get("counter")
     if counter:
         lines.append(f"  {counter['metric']} (ncu): yours {counter['yours']:,}; the reference of "

@@ -19,6 +19,19 @@ Tensor = Any  # torch.Tensor; kept loose so this module imports without torch
 
 
 @dataclass(frozen=True)
+class InstructionProbe:
+    """A microbenchmark of the instruction a kind's kernels are built on (e.g. mma.sync in the kind's format):
+    ``source`` defines ``extern "C" __global__ void probe(float* out, int iterations)``, in which every warp does
+    ``work_per_warp_iteration`` units of the problem's work per iteration, from registers. The grading child runs
+    it on every SM after timing (`graders.cuda_engine.child.Harness.instruction_ceiling`) and reports the
+    kernel's throughput as a share of it; reported, never scored."""
+
+    name: str                       # what it measures, e.g. "mma.sync m16n8k16 bf16, fp32 accumulate"
+    source: str
+    work_per_warp_iteration: int
+
+
+@dataclass(frozen=True)
 class Problem:
     kind: str
     signature: str                                       # the C signature students must write
@@ -46,6 +59,8 @@ class Problem:
     # feedback tabulates both per kernel (the tensor-core track's precision menu). "" and None: neither
     precision: str = ""
     accuracy: Callable[[Tensor, Any], dict[str, float]] | None = None
+    # the instruction's own rate, measured beside the kernel and reported as a second ceiling (not scored)
+    instruction_probe: InstructionProbe | None = None
 
 
 def random_matrix(shape: Shape, gen: Any) -> list[Tensor]:

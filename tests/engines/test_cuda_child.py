@@ -18,7 +18,7 @@ from graders import gpu, tracks
 from graders.cuda_engine import child
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.grade import check_compiles, grade_kernel, report, result_from_child, score
-from graders.cuda_engine.problems import kinds, problem
+from graders.cuda_engine.problems import InstructionProbe, kinds, problem
 from graders.cuda_engine.spec import KernelSpec, load_spec
 from graders.gpu import NO_GPU_EXIT, NeedsGPUWorker
 from graders.hidden_tests import GRADED_OUTSIDE
@@ -209,6 +209,8 @@ CORRECT = {                                     # a right Python "kernel" (out, 
                                                                                    True)),
     "attention_forward_tc": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(),
                                                                                False)),
+    "attention_forward_causal_tc": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(),
+                                                                                      v.float(), True)),
     "attention_decode": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(), False)),
 }
 
@@ -306,6 +308,23 @@ def test_a_problem_that_measures_its_error_gets_it_recorded_with_each_correct_ch
     assert result["status"] == "incorrect" and seen == [] and "accuracy" not in result["checks"][0]
     plain = grade_on_cpu("transpose", transpose)
     assert "precision" not in plain and all("accuracy" not in c for c in plain["checks"])
+
+
+def test_an_instruction_probe_is_measured_with_the_timing_and_does_not_change_the_ratio():
+    """`Problem.instruction_probe`: the bench's measurement of it lands in the timing beside the ratio ({} on a
+    bench that cannot run it); a kind without one has none."""
+    probe = InstructionProbe("mma.sync stand-in", "extern \"C\" __global__ void probe(float*, int) {}", 4096)
+    probed = dataclasses.replace(problem("transpose"), instruction_probe=probe)
+
+    class Probing(CpuBench):
+        def instruction_ceiling(self, p):
+            return {"name": p.name, "throughput": 1e12}
+
+    result = child.check_and_time(Probing("transpose", transpose, probed), small_kernel("transpose"), "src", 5.0)
+    assert result["status"] == "ok" and result["timing"]["ratio"] == 2.0
+    assert result["timing"]["instruction_ceiling"] == {"name": "mma.sync stand-in", "throughput": 1e12}
+    assert grade_on_cpu("transpose", transpose, probed)["timing"]["instruction_ceiling"] == {}
+    assert "instruction_ceiling" not in grade_on_cpu("transpose", transpose)["timing"]
 
 
 @pytest.mark.parametrize("kind", sorted(CORRECT))

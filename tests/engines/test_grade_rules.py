@@ -229,6 +229,16 @@ def test_the_report_names_the_counter_and_rounds_rates_to_whole_g_per_second():
     assert grade._rate(1.5e12, "B") == "1500 GB/s" and grade._rate(2000.5000005e9, "FLOP") == "2001 GFLOP/s"
 
 
+def test_the_report_gives_the_share_of_the_instruction_ceiling_which_does_not_score():
+    probed = timing(0.5) | {"work_unit": "FLOP", "instruction_ceiling": {"name": "mma.sync m16n8k16 bf16",
+                                                                        "throughput": 6e12}}
+    result = from_child(ChildResult("ok", answer={"status": "ok", "timing": probed}))
+    assert grade.report(result).splitlines()[2] == ("  mma.sync m16n8k16 bf16, measured here: 6000 GFLOP/s; your "
+                                                    "kernel at 25.0% of it (reported, not scored)")
+    plain = from_child(ChildResult("ok", answer={"status": "ok", "timing": timing(0.5)}))
+    assert result.details["score"] == plain.details["score"] and "measured here" not in grade.report(plain)
+
+
 # --- the sanitizer's and the profiler's verdicts ---------------------------------------------------------
 
 def ok_result(details=None) -> GradeResult:
