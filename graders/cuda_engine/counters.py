@@ -1,6 +1,7 @@
 """The profiler as a grader: hardware counters, read with Nsight Compute (``ncu``), decide a step's speed points
 where the step's lesson is a counter (shared-memory bank conflicts: the padded transpose, the GEMM worklog's
-linearized and swizzled steps), since speed alone cannot tell those steps apart.
+linearized and swizzled steps; instructions executed: causal attention, which must skip the tiles its mask
+hides), since speed alone cannot tell those steps apart.
 
 A kernel's spec names the rule (`graders.cuda_engine.spec.CounterRule`): a metric of `METRICS`, the kernel
 whose reference is its naive form (``relative_to``), and ``at_most``. `measure` profiles the student's kernel
@@ -27,6 +28,12 @@ METRICS = {
                               "shared-memory bank conflicts"),
     "ldmatrix_bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",),
                                 "shared-memory bank conflicts of ldmatrix"),
+    # work done rather than time taken, for a step whose lesson is work skipped (causal attention's masked tiles)
+    "fp32_instructions": (("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+                           "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+                           "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"),
+                          "FP32 instructions (FADD, FMUL, FFMA, counted per thread)"),
+    "tensor_instructions": (("sm__inst_executed_pipe_tensor_op_hmma.sum",), "tensor-core instructions (HMMA)"),
 }
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0

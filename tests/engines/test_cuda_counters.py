@@ -28,7 +28,7 @@ def test_every_counter_rule_in_the_tracks_names_a_known_metric_and_a_reference()
     rules = {(t.name, k.id): k.counter for t in tracks.all_tracks() if t.engine == "cuda"
              for k in load_spec(t.folder).kernels.values() if k.counter}
     assert set(rules) == {("transpose", "padded"), ("gemm", "linearize"), ("gemm", "swizzle"),
-                          ("tensorcores", "swizzle")}
+                          ("tensorcores", "swizzle"), ("attention", "flash_causal"), ("attention", "flash_tc_causal")}
     for (track, _), rule in rules.items():
         assert rule.metric in counters.METRICS and load_spec(track).kernel(rule.relative_to).reference.is_file()
 

@@ -35,7 +35,8 @@ SOFTMAX_ATOL = 1e-37
 ATTENTION_FACTOR = 2.0
 ATTENTION_FLOOR = 1e-5
 ATTENTION_KINDS = {"attention_forward": (1, 2, 33, 40, 64), "attention_forward_causal": (1, 2, 40, 33, 64),
-                   "attention_forward_tc": (1, 2, 33, 40, 128), "attention_decode": (2, 2, 97, 128)}
+                   "attention_forward_tc": (1, 2, 33, 40, 128), "attention_forward_causal_tc": (1, 2, 40, 33, 128),
+                   "attention_decode": (2, 2, 97, 128)}
 
 
 def test_every_kind_has_its_rule_here():

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from graders import tracks
-from graders.cuda_engine import sass
+from graders.cuda_engine import counters, sass
 from graders.cuda_engine.compile import DEFAULT_ARCH, CompileError, compile_cuda
 from graders.cuda_engine.grade import KernelFailed, check_compiles
 from graders.cuda_engine.problems import problem
-from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.spec import CounterRule, load_spec
 from graders.cuda_engine.structure import check_sass, load_structure
 
 SPEC = load_spec("attention")
@@ -48,16 +48,20 @@ def test_reference_compiles_for_sm_90(kernel_id, capsys):
 
 
 @pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.name)
-def test_known_wrong_solution_compiles_unless_it_is_the_compile_error_and_expects_zero(path):
+def test_known_wrong_solution_compiles_unless_it_is_the_compile_error_and_expects_its_points(path):
+    """Wrong ones score 0; one that is correct but misses a rule of its step (status unmet) keeps its
+    correctness points only."""
     kernel_id = tracks.graded_kernel(path)
-    assert tracks.expected_points(path)[f"{kernel_id}_score"].matches(0.0)
+    expected = tracks.expected_points(path)[f"{kernel_id}_score"]
     if path.name == "compile_error.cu":
-        assert tracks.expected_statuses(path) == ("compile_error",)
+        assert tracks.expected_statuses(path) == ("compile_error",) and expected.matches(0.0)
         with pytest.raises(CompileError, match='identifier "INFINITY" is undefined'):
             check_compiles("attention", kernel_id, path.read_text())
         return
     check_compiles("attention", kernel_id, path.read_text())
-    assert tracks.expected_statuses(path) == ("incorrect",)
+    status = tracks.expected_statuses(path)
+    assert status in (("incorrect",), ("unmet",))
+    assert expected.matches(SPEC.kernel(kernel_id).points_correct if status == ("unmet",) else 0.0)
 
 
 # ---- row softmax ----------------------------------------------------------------------------------------
@@ -181,12 +185,13 @@ def test_every_structural_check_passes_its_reference(check_id, capsys):
 
 
 @needs_sass_tools
-def test_tensor_core_reference_is_mma_sync_bf16_with_fp32_accumulators_in_its_sm_90_sass():
-    done = compiled("flash_tc")
+@pytest.mark.parametrize("kernel_id", ["flash_tc", "flash_tc_causal"])
+def test_tensor_core_reference_is_mma_sync_bf16_with_fp32_accumulators_in_its_sm_90_sass(kernel_id):
+    done = compiled(kernel_id)
     assert DEFAULT_ARCH == "sm_90" and done.arch == "sm_90"
-    failures, facts = sass.check(done.cubin, "flash_tc", problem("attention_forward_tc").sass_requirements)
+    failures, facts = sass.check(done.cubin, kernel_id, problem(SPEC.kernel(kernel_id).kind).sass_requirements)
     assert failures == [] and facts["resources"]["STACK"] == 0 and facts["resources"]["LOCAL"] == 0
-    text = sass.disassemble(done.cubin)["flash_tc"]
+    text = sass.disassemble(done.cubin)[kernel_id]
     mnemonics = sass._INSTRUCTION.findall(text)
     hmma = [m for m in mnemonics if m.startswith("HMMA")]
     assert hmma and set(hmma) == {"HMMA.16816.F32.BF16"}, set(hmma)
@@ -214,3 +219,52 @@ def test_known_wrong_solutions_get_their_structural_points(path):
             except KernelFailed:
                 points = 0
             assert expected.matches(points), f"{check_id}: {points:g} points, expected {expected}"
+
+
+# ---- causal: the masked tiles must be skipped (a counter rule) ------------------------------------------
+
+def tiles_computed(kernel_id: str, causal: bool) -> int:
+    """Key tiles the reference of ``kernel_id`` computes at its perf shape: per block of TILE_Y rows, every
+    tile of TILE_X keys, or (causal) those up to the block's last row."""
+    kernel = SPEC.kernel(kernel_id)
+    batch, heads, seq_q, seq_k, _ = kernel.perf_shape
+    keys, rows = kernel.geometry.tile
+    ends = [min(seq_k, q0 + rows) if causal else seq_k for q0 in range(0, seq_q, rows)]
+    return batch * heads * sum(-(-end // keys) for end in ends)
+
+
+@pytest.mark.parametrize("causal_id, metric, unmasked_id", [("flash_causal", "fp32_instructions", "flash_forward"),
+                                                           ("flash_tc_causal", "tensor_instructions", "flash_tc")])
+def test_causal_steps_need_their_work_at_most_0_6_of_the_unmasked_reference(causal_id, metric, unmasked_id):
+    causal, unmasked = SPEC.kernel(causal_id), SPEC.kernel(unmasked_id)
+    assert causal.counter == CounterRule(metric, unmasked_id, 0.6) and metric in counters.METRICS
+    assert causal.perf_shape == unmasked.perf_shape and causal.geometry == unmasked.geometry
+    assert problem(causal.kind).work(causal.perf_shape) / problem(unmasked.kind).work(unmasked.perf_shape) < 0.51
+    # skipping the tiles above the block's last row: about half the tiles; computing them all: every one
+    share = tiles_computed(causal_id, True) / tiles_computed(unmasked_id, False)
+    assert 0.5 < share < 0.52 < 0.6
+    assert round(share, 3) == {"flash_causal": 0.504, "flash_tc_causal": 0.516}[causal_id]
+
+
+@pytest.mark.parametrize("share, passes", [(0.516, True), (0.6, True), (0.61, False), (1.0, False)])
+def test_causal_counter_rule_at_its_edge(monkeypatch, share, passes):
+    """`counters.measure` on the causal step: the student's count against the unmasked step's reference, both at
+    the perf shape (ncu stubbed: this machine has no GPU)."""
+    reference_count = 1_000_000
+    calls = []
+
+    def count(request, function, metric, env):
+        calls.append((request["kernel_id"], function, metric, tuple(request["shape"])))
+        return round(share * reference_count) if function == "flash_tc_causal" else reference_count
+
+    monkeypatch.setattr(counters, "count", count)
+    kernel = SPEC.kernel("flash_tc_causal")
+    request = {"spec_path": str(SPEC.path), "kernel_id": kernel.id, "source": "...", "seed": 1}
+    measured = counters.measure(SPEC, kernel, request, {})
+    shape = tuple(kernel.perf_shape)
+    assert calls == [("flash_tc_causal", "flash_tc_causal", "tensor_instructions", shape),
+                     ("flash_tc", "flash_tc", "tensor_instructions", shape)]
+    assert (measured["failure"] == "") is passes
+    if not passes:
+        assert "tensor-core instructions (HMMA)" in measured["failure"] and "step flash_tc;" in measured["failure"]
+        assert "at most 0.6 x that (600,000)" in measured["failure"]

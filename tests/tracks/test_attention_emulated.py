@@ -32,7 +32,8 @@ SPEC = load_spec("attention")
 WRONG = ROOT / "tracks/attention/solutions/wrong"
 CXX = shutil.which("g++")
 DRIVER_KIND = {"row_softmax": "SOFTMAX", "attention_forward": "FORWARD", "attention_forward_causal": "FORWARD",
-               "attention_forward_tc": "FORWARD", "attention_decode": "DECODE"}
+               "attention_forward_tc": "FORWARD", "attention_forward_causal_tc": "FORWARD",
+               "attention_decode": "DECODE"}
 SOFTMAX = make_geometry((64, 1), (64, 1), params={"ITEMS": 4})   # rows up to 256 in the one-pass kernel
 DECODE = make_geometry((64, 1), (64, 1))
 SHAPES = {
@@ -43,6 +44,7 @@ SHAPES = {
 SHAPES["attention_forward_causal"] = SHAPES["attention_forward"]
 # the tensor-core kernel's tiles are 128 rows x 64 keys: two row blocks, four key tiles, both ends partial
 SHAPES["attention_forward_tc"] = [*SHAPES["attention_forward"], (1, 2, 130, 200, 128)]
+SHAPES["attention_forward_causal_tc"] = [*SHAPES["attention_forward_tc"], (1, 2, 200, 130, 64)]
 WRONG_CASES = {   # name: (shape, the status the grader's check gives)
     "softmax_no_max": ((4, 100), Status.INCORRECT),
     "online_no_rescale": ((1, 2, 97, 97, 64), Status.INCORRECT),
@@ -50,6 +52,7 @@ WRONG_CASES = {   # name: (shape, the status the grader's check gives)
     "tile_edge": ((1, 2, 97, 97, 64), Status.INCORRECT),
     "decode_no_max": ((2, 2, 97, 128), Status.INCORRECT),
     "tc_no_rescale": ((1, 2, 97, 97, 64), Status.INCORRECT),
+    "causal_no_skip": ((1, 2, 97, 97, 64), Status.OK),   # correct; its counter rule fails (on a GPU)
 }
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++ (C++20) for the CPU emulation")
@@ -141,4 +144,5 @@ def test_known_wrong_kernels_under_emulation(name, executables, tmp_path):
     exe, kind, geometry = executables[name]
     result = EmulatedBench(exe, kind, geometry, tmp_path).check(shape)
     assert result["status"] == status, result["message"]
-    assert status in tracks.expected_statuses(WRONG / f"{name}.cu")
+    expected = tracks.expected_statuses(WRONG / f"{name}.cu")
+    assert status in expected or (status == Status.OK and expected == ("unmet",))

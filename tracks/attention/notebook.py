@@ -2,9 +2,9 @@
 its reference kernels.
 
 Cells: an introduction, the set-up cell, then per kernel in spec order: a markdown statement (title, the
-reference's leading comment, signature, launch, sizes, speed, points, structural checks), the solution cell
-(``<id>_src``: the reference with its kernel body between nbgrader's solution markers), a read-only
-``<id>_check`` cell (compiles, no GPU needed), the hidden ``<id>_score`` cell and a hidden cell per
+reference's leading comment, signature, launch, sizes, speed, points, structural checks, counter rule), the
+solution cell (``<id>_src``: the reference with its kernel body between nbgrader's solution markers), a
+read-only ``<id>_check`` cell (compiles, no GPU needed), the hidden ``<id>_score`` cell and a hidden cell per
 structural check of the kernel.
 """
 from __future__ import annotations
@@ -12,27 +12,30 @@ from __future__ import annotations
 import nbformat
 
 from graders import notebook as nb
+from graders.cuda_engine.counters import METRICS
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.sass import REQUIREMENTS
-from graders.cuda_engine.spec import KernelSpec, load_spec
+from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.cuda_engine.structure import Check, load_structure
 
 TRACK = "attention"
 TITLES = {"softmax_three_pass": "Softmax in three passes", "softmax_two_pass": "Softmax in two passes (online)",
           "softmax_one_pass": "Softmax in one pass", "flash_forward": "FlashAttention forward",
           "flash_causal": "Causal FlashAttention", "flash_tc": "FlashAttention-2 on the tensor cores",
+          "flash_tc_causal": "Causal FlashAttention-2 on the tensor cores",
           "decode": "Decode: one query, a long KV cache"}
 # how the grid follows from the shape, by problem kind
 GRIDS = {"row_softmax": "one block per row",
          "attention_forward": "ceil(seq_q / TILE_Y) x (batch * heads) blocks: blockIdx.x picks TILE_Y query rows, "
                               "blockIdx.y the (batch, head)",
          "attention_decode": "batch * heads blocks, one per (batch, head)"}
-GRIDS["attention_forward_causal"] = GRIDS["attention_forward_tc"] = GRIDS["attention_forward"]
+for _kind in ("attention_forward_causal", "attention_forward_tc", "attention_forward_causal_tc"):
+    GRIDS[_kind] = GRIDS["attention_forward"]
 
 INTRO = """# Attention, from the softmax up
 
 {count} CUDA C++ kernels: a row softmax three ways (three passes over the logits, two with the online max
-and sum, one with the row held in registers), FlashAttention's forward pass (unmasked, then causal, then
+and sum, one with the row held in registers), FlashAttention's forward pass (unmasked, then causal, then both
 FlashAttention-2 style on the tensor cores) and decode, one new token attending to a long KV cache. Write
 each kernel as CUDA C++ in the string of its cell; the grader compiles it with NVRTC and launches it itself,
 with the grid and block each step states (`BLOCK_X`, `BLOCK_Y`, `TILE_X`, `TILE_Y` and any other parameter of
@@ -71,8 +74,9 @@ def _shape(shape: tuple[int, ...]) -> str:
     return " x ".join(f"{n:,}" for n in shape)
 
 
-def _statement(number: int, kernel: KernelSpec, provisional: bool, checks: list[Check]) -> str:
+def _statement(number: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list[Check]) -> str:
     kind = problem(kernel.kind)
+    provisional = spec.targets == "provisional"
     g = kernel.geometry
     params = "".join(f", `{name}` = {value}" for name, value in g.params)
     work = kind.work(kernel.perf_shape)
@@ -93,6 +97,11 @@ def _statement(number: int, kernel: KernelSpec, provisional: bool, checks: list[
           + "; ".join(REQUIREMENTS[r][1] for r in c.require) + "." for c in checks),
         *(["* **Tensor cores:** a kernel whose SASS has no tensor-core instruction keeps its correctness "
            "points only."] if "tensor_cores" in kind.sass_requirements else []),
+        *([f"* **Work skipped:** Nsight Compute counts its {METRICS[kernel.counter.metric][1]} in one launch at "
+           f"the speed shape; the speed points need at most {kernel.counter.at_most:g} x the count of the reference "
+           f"of step {list(spec.kernels).index(kernel.counter.relative_to) + 1}, the unmasked kernel. Skip the "
+           "tiles the mask hides from every row of the block: that halves the work, where computing them and "
+           "masking afterwards counts 1 x."] if kernel.counter else []),
     ])
 
 
@@ -102,7 +111,7 @@ def build() -> nbformat.NotebookNode:
     cells = [nb.markdown(INTRO.format(count=len(spec.kernels))), nb.locked(SETUP, "setup")]
     for number, kernel in enumerate(spec.kernels.values(), start=1):
         checks = [c for c in structure.checks.values() if c.kernel == kernel.id]
-        cells.append(nb.markdown(_statement(number, kernel, spec.targets == "provisional", checks)))
+        cells.append(nb.markdown(_statement(number, kernel, spec, checks)))
         cells += nb.cuda_kernel_cells(TRACK, kernel)
         for check in checks:
             cells.append(nb.graded_test(nb.assert_compiles(TRACK, kernel.id), f"check_sass({TRACK!r}, "

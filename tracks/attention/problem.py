@@ -21,8 +21,9 @@ short* v, int batch, int heads, int seq_q, int seq_k, int head_dim)``; head_dim 
 - ``attention_forward_causal``: the same with the causal mask aligned to the **upper left**, as PyTorch's
   ``is_causal=True``: query i sees keys j <= i, whatever seq_q and seq_k are (FlashAttention aligns the
   bottom right instead when they differ). Work counts only the unmasked pairs.
-- ``attention_forward_tc``: ``attention_forward`` on the tensor cores: a kernel whose SASS has no tensor-core
-  instruction (HMMA, ...) keeps its correctness points only (status ``unmet``).
+- ``attention_forward_tc`` and ``attention_forward_causal_tc``: ``attention_forward`` and
+  ``attention_forward_causal`` on the tensor cores: a kernel whose SASS has no tensor-core instruction (HMMA,
+  ...) keeps its correctness points only (status ``unmet``).
 - ``attention_decode``: shape ``(batch, heads, seq_k, head_dim)``, one query token (seq_q = 1) against a KV
   cache of seq_k tokens; one block per (batch, head); its sizes are ``(batch, heads, seq_k, head_dim)``.
 
@@ -239,6 +240,8 @@ ATTENTION_FORWARD_CAUSAL = replace(
 )
 
 ATTENTION_FORWARD_TC = replace(ATTENTION_FORWARD, kind="attention_forward_tc", sass_requirements=("tensor_cores",))
+ATTENTION_FORWARD_CAUSAL_TC = replace(ATTENTION_FORWARD_CAUSAL, kind="attention_forward_causal_tc",
+                                      sass_requirements=("tensor_cores",))
 
 
 def decode_bytes(shape: Shape) -> int:
@@ -265,4 +268,5 @@ ATTENTION_DECODE = Problem(
     roof="dram",
 )
 
-PROBLEMS = [ROW_SOFTMAX, ATTENTION_FORWARD, ATTENTION_FORWARD_CAUSAL, ATTENTION_FORWARD_TC, ATTENTION_DECODE]
+PROBLEMS = [ROW_SOFTMAX, ATTENTION_FORWARD, ATTENTION_FORWARD_CAUSAL, ATTENTION_FORWARD_TC, ATTENTION_FORWARD_CAUSAL_TC,
+            ATTENTION_DECODE]
