@@ -3,14 +3,15 @@
 `PerformanceFeedback` (configured in ``nbgrader_config.py`` among ``GenerateFeedback.preprocessors``) reads
 what the trusted grader stored in each graded cell (``metadata.workshop.results``, `graders.autograde`) and
 adds, under every cell whose test timed a kernel, a table: the kernel's time and throughput, the baseline's,
-the ratio and the ratios for no and for full speed points, the GPU it ran on, its hardware ceiling and how
-many timed launches were checked. Where a notebook timed two kernels or more (a ladder: the transpose steps,
-the GEMM worklog), a chart follows the last of them: each kernel's ratio to the baseline beside the ratio
-that earns full marks (set from the reference's own measured ratio). Where kernels of a kind that names its
-number format were timed (the tensor-core track's precision menu: bf16, fp16, TF32, fp8), a precision table
-follows the chart: per kernel its format, time, throughput, the baseline's throughput in that format, the ratio,
-and the largest errors its correct checks measured. All are ordinary notebook outputs, so nbgrader's HTML
-export embeds them (the chart as a PNG).
+the ratio and the ratios for no and for full speed points, the GPU it ran on, its hardware ceiling, the
+instruction's own rate where the grader measured one (mma.sync; reported, not scored) and how many timed
+launches were checked. Where a notebook timed two kernels or more (a ladder: the transpose steps, the GEMM
+worklog), a chart follows the last of them: each kernel's ratio to the baseline beside the ratio that earns
+full marks (set from the reference's own measured ratio). Where kernels of a kind that names its number format
+were timed (the tensor-core track's precision menu: bf16, fp16, TF32, fp8), a precision table follows the
+chart: per kernel its format, time, throughput, the baseline's throughput in that format, the ratio, its share
+of the instruction ceiling, and the largest errors its correct checks measured. All are ordinary notebook
+outputs, so nbgrader's HTML export embeds them (the chart as a PNG).
 """
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def _rate(per_second: float, unit: str) -> str:
     return f"{per_second / 1e9:,.0f} G{unit}/s"
 
 
+def _share(kernel: dict, probe: dict) -> str:
+    return f"{100 * kernel['throughput'] / probe['throughput']:.1f}%"
+
+
 def table(result: dict) -> str:
     """One timed kernel as an HTML table."""
     timing, curve = result["timing"], result.get("curve", {})
@@ -50,6 +55,10 @@ def table(result: dict) -> str:
     ]
     if timing.get("ceiling"):
         rows.append(("hardware ceiling", _rate(timing["ceiling"]["throughput"], unit)))
+    probe = timing.get("instruction_ceiling")
+    if probe:
+        rows.append(("instruction ceiling", f"{probe['name']}, measured beside your kernel: "
+                     f"{_rate(probe['throughput'], unit)}; yours at {_share(kernel, probe)} of it (not scored)"))
     if "verified_launches" in timing:
         rows.append(("timed launches checked", str(timing["verified_launches"])))
     body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
@@ -64,10 +73,11 @@ def _largest(result: dict, name: str) -> str:
 
 def precision_table(results: list[dict]) -> str:
     """The timed kernels that name their number format, one row each: format, time, throughput, the baseline's
-    throughput and the ratio, and the largest errors over the kernel's correct checks (``max_rel_error``:
-    the largest |error| over the largest |C|; the relative Frobenius error), as an HTML table."""
-    head = ["kernel", "format", "status", "time", "throughput", "baseline", "ratio", "max relative error",
-            "relative Frobenius error"]
+    throughput and the ratio, the share of the instruction's own rate measured beside it (mma.sync in that
+    format; not scored), and the largest errors over the kernel's correct checks (``max_rel_error``: the
+    largest |error| over the largest |C|; the relative Frobenius error), as an HTML table."""
+    head = ["kernel", "format", "status", "time", "throughput", "baseline", "ratio", "share of the instruction "
+            "ceiling", "max relative error", "relative Frobenius error"]
     rows = []
     for r in results:
         timing = r["timing"]
@@ -75,6 +85,7 @@ def precision_table(results: list[dict]) -> str:
         rows.append([r["test"], r["precision"], r["status"], f"{kernel['median_s'] * 1e3:.4f} ms",
                      f"{kernel['throughput'] / 1e12:,.1f} T{unit}/s",
                      f"{base['name']}: {base['throughput'] / 1e12:,.1f} T{unit}/s", f"{timing['ratio']:.3f}",
+                     _share(kernel, probe) if (probe := timing.get("instruction_ceiling")) else "?",
                      _largest(r, "max_rel_error"), _largest(r, "frobenius_rel_error")])
     cells = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
                     for row in rows)

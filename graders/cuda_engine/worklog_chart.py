@@ -4,8 +4,10 @@
 
 The JSON is what `benchmarks/gemm_bench.py` and ``tests/gpu/test_gemm_gpu.py`` write: ``sizes`` maps a
 shape label ("4096x4096x4096") to ``cublas_gflops`` and ``kernels`` (kernel id -> ``gflops``, ``ratio``,
-``status``). One panel per size: a bar per kernel, labelled with its percentage of cuBLAS, and cuBLAS as a
-dashed line. matplotlib's Agg backend: no display needed.
+``status``; the tensor-core worklog's also ``mma_ceiling_gflops``, the rate of mma.sync in the kernel's format
+that its grading measured). One panel per size: a bar per kernel, labelled with its percentage of cuBLAS,
+cuBLAS as a dashed line, and each kernel's mma.sync ceiling as a marker above its bar where the record has
+one. matplotlib's Agg backend: no display needed.
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ def plot(record: dict, path: str | Path, *, title: str = "The GEMM worklog", pan
         if cublas:
             ax.axhline(cublas, color="black", linestyle="--", linewidth=1)
             ax.text(len(names) - 0.5, cublas, f" cuBLAS {cublas / 1e3:.1f} TFLOP/s", va="bottom", ha="right")
+        marks = ceiling_marks(kernels)
+        if marks:
+            ax.scatter([names.index(k) for k in marks], list(marks.values()), marker="_", s=500, color="tab:green",
+                       label="mma.sync ceiling (its format)")
+            ax.legend(fontsize=8, loc="upper left")
         for bar, k in zip(bars, names):
             ratio = kernels[k].get("ratio")
             text = f"{100 * ratio:.1f}%" if ratio else kernels[k].get("status", "?")
@@ -42,7 +49,7 @@ def plot(record: dict, path: str | Path, *, title: str = "The GEMM worklog", pan
         ax.set_xticks(range(len(names)), [f"{i + 1}. {k}" for i, k in enumerate(names)], rotation=20,
                       ha="right", fontsize=9)
         ax.set_ylabel("GFLOP/s")
-        ax.set_ylim(0, max([*gflops, cublas or 0]) * 1.15 or 1)
+        ax.set_ylim(0, max([*gflops, cublas or 0, *marks.values()]) * 1.15 or 1)
         ax.set_title(f"{panel}, M x N x K = {label.replace('x', ' x ')}")
     gpu = record.get("gpu", "?")
     fig.suptitle(f"{title} on {gpu} ({record.get('date', '')[:10]}); % of {baseline}")
@@ -51,6 +58,11 @@ def plot(record: dict, path: str | Path, *, title: str = "The GEMM worklog", pan
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def ceiling_marks(kernels: dict) -> dict[str, float]:
+    """Each kernel's mma.sync ceiling in GFLOP/s (``mma_ceiling_gflops``), for those whose record has one."""
+    return {k: row["mma_ceiling_gflops"] for k, row in kernels.items() if row.get("mma_ceiling_gflops")}
 
 
 def main() -> int:

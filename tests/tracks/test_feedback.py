@@ -52,14 +52,17 @@ def test_results_outside_graded_cells_are_ignored():
 
 
 def menu_result(kernel_id: str, precision: str, tflops: float, baseline: str, base_tflops: float,
-                errors: list[float]) -> dict:
-    """A tensor-core kernel's result as the CUDA engine records it at 4096^3: its format, timing and the errors
-    of its correct checks (``max_rel_error``, the relative Frobenius error a tenth of it)."""
+                errors: list[float], probe_tflops: float | None = None) -> dict:
+    """A tensor-core kernel's result as the CUDA engine records it at 4096^3: its format, timing (with the mma.sync
+    probe's rate where given) and the errors of its correct checks (``max_rel_error``, the relative Frobenius
+    error a tenth of it)."""
     flop = 2 * 4096 ** 3
     timing = {"shape": [4096] * 3, "work_unit": "FLOP", "ratio": tflops / base_tflops, "verified_launches": 30,
               "kernel": {"median_s": flop / (tflops * 1e12), "throughput": tflops * 1e12, "samples": 30},
               "baseline": {"name": baseline, "median_s": flop / (base_tflops * 1e12), "throughput": base_tflops * 1e12,
                            "samples": 30}, "ceiling": {}}
+    if probe_tflops:
+        timing["instruction_ceiling"] = {"name": f"mma.sync {kernel_id}", "throughput": probe_tflops * 1e12}
     checks = [{"shape": [64, 64, 32], "ok": True, "accuracy": {"max_rel_error": e, "frobenius_rel_error": e / 10,
                                                                "element_bound_used": 0.01}} for e in errors]
     return GradeResult(kernel_id, Status.OK, target="gpu", details={
@@ -71,7 +74,7 @@ def test_the_precision_menu_gets_a_table_of_format_time_throughput_and_error():
     """Made-up numbers: each kernel's row, its error the largest over its checks."""
     nb = new_notebook(cells=[
         graded_cell("warptiling_score", [menu_result("warptiling", "bf16 in, fp32 accumulate", 300.0,
-                                                     "cuBLAS bf16 GEMM", 600.0, [2e-7, 3e-7])]),
+                                                     "cuBLAS bf16 GEMM", 600.0, [2e-7, 3e-7], 640.0)]),
         graded_cell("tf32_score", [menu_result("tf32", "TF32 (fp32 in, rounded), fp32 accumulate", 150.0,
                                                "cuBLAS TF32 GEMM", 300.0, [4e-4])]),
         graded_cell("fp8_score", [menu_result("fp8", "fp8 e4m3 in, fp32 accumulate", 250.0, "cuBLAS fp8 GEMM",
@@ -86,6 +89,10 @@ def test_the_precision_menu_gets_a_table_of_format_time_throughput_and_error():
     assert "cuBLAS fp8 GEMM: 1,000.0 TFLOP/s" in rows[2] and "0.250" in rows[2]
     assert ">5e-08<" in rows[2] and ">5e-09<" in rows[2]                 # the largest of its three checks
     assert ">3e-07<" in rows[0] and ">0.0004<" in rows[1]
+    assert ">46.9%<" in rows[0] and ">?<" in rows[1]                       # 300 of the probe's 640 TFLOP/s; none
+    warptiling = [o["data"]["text/html"] for o in nb.cells[0].outputs if "text/html" in o.get("data", {})][0]
+    assert ("instruction ceiling</th><td style='text-align:left'>mma.sync warptiling, measured beside your kernel: "
+            "640,000 GFLOP/s; yours at 46.9% of it (not scored)") in warptiling
     assert "0.5498 ms" in rows[2]                                        # 2 * 4096^3 FLOP at 250 TFLOP/s
 
 

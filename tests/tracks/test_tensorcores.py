@@ -319,6 +319,29 @@ def test_tf32_element_bound_edge(factor, ok):
     assert (why == "") == ok, why
 
 
+# --- the mma.sync probe of each format (the instruction ceiling the child measures) ------------------------
+
+@needs_sass_tools
+@pytest.mark.parametrize("name, shape, types, hmma_per_mma", [
+    ("bf16gemm", "m16n8k16", "bf16", 1), ("f16gemm", "m16n8k16", "f16", 1), ("tf32gemm", "m16n8k8", "tf32", 1),
+    ("fp8gemm", "m16n8k32", "e4m3", 2)])
+def test_each_kind_brings_the_mma_sync_probe_of_its_format(name, shape, types, hmma_per_mma):
+    """The probe runs its kind's mma.sync, PROBE_CHAINS a warp an iteration (2 m n k FLOPs each), without local
+    memory; no product is computed once for several (sm_90's e4m3 mma.sync is an HMMA into a fresh accumulator
+    and an FADD, which ptxas hoists out of the loop when the operands repeat): the SASS holds whole iterations of
+    PROBE_CHAINS instructions, at least two of them."""
+    kind = problem(name)
+    probe = kind.instruction_probe
+    m, n, k = (int(v) for v in shape[1:].replace("n", " ").replace("k", " ").split())
+    assert probe.work_per_warp_iteration == KIND.PROBE_CHAINS * 2 * m * n * k
+    instruction = f"mma.sync.aligned.{shape}.row.col.f32.{types}.{types}.f32"
+    assert probe.name.startswith(instruction) and instruction in probe.source
+    done = compile_cuda(probe.source, kernels=("probe",), arch="sm_90")
+    assert done.resources["probe"].spill_stores == 0 and done.resources["probe"].stack_bytes == 0
+    hmma = sass.tensor_core_ops(sass.disassemble(done.cubin)["probe"])["HMMA"]
+    assert hmma % (KIND.PROBE_CHAINS * hmma_per_mma) == 0 and hmma >= 2 * KIND.PROBE_CHAINS * hmma_per_mma
+
+
 # --- fp8: e4m3 through mma.sync -----------------------------------------------------------------------------
 
 FP8 = problem("fp8gemm")
@@ -437,3 +460,16 @@ def test_fp8_frobenius_edge(factor, ok):
     out = (expected.c * (1 + factor * FP8_FROBENIUS_RTOL)).float()
     why = FP8.compare(out, expected)
     assert (why == "") == ok, why
+
+
+def test_the_worklog_chart_marks_each_steps_mma_sync_ceiling(tmp_path):
+    """Made-up numbers: the chart's ceiling markers are the rows' mma_ceiling_gflops, where a row has one."""
+    from graders.cuda_engine.worklog_chart import ceiling_marks, plot
+    kernels = {"wmma": {"gflops": 50e3, "ratio": 0.08, "status": "ok", "mma_ceiling_gflops": 640e3},
+               "fp8": {"gflops": 200e3, "ratio": 0.2, "status": "ok", "mma_ceiling_gflops": 600e3},
+               "tf32": {"gflops": 100e3, "ratio": 0.3, "status": "ok"},
+               "broken": {"status": "incorrect", "message": "wrong"}}
+    assert ceiling_marks(kernels) == {"wmma": 640e3, "fp8": 600e3}
+    record = {"gpu": "a GPU", "date": "", "sizes": {"4096x4096x4096": {"cublas_gflops": 700e3, "kernels": kernels}}}
+    path = plot(record, tmp_path / "chart.png", title="The tensor-core worklog", panel="bf16 GEMM")
+    assert path.read_bytes().startswith(b"\x89PNG")

@@ -50,7 +50,9 @@ an element you never write, or a write outside C, fails. Correctness is checked 
 **Speed** is the ratio of {baseline}'s time to your kernel's at 4096 x 4096 x 4096, both measured in the
 same process on the grading GPU: 0.5 means half of cuBLAS's TFLOP/s. cuBLAS on Hopper uses the warpgroup
 instructions (wgmma), which `mma.sync` cannot match: published measurements put `mma.sync`'s ceiling near
-two thirds of the dense peak. Points: 1 for a correct kernel, the rest for speed, none below the floor
+two thirds of the dense peak. So the grader also times back-to-back `mma.sync` of your kernel's format on the
+same GPU and reports your share of that rate beside the ratio (it does not score); the feedback tabulates
+each kernel's format, time, TFLOP/s, both shares and its largest error. Points: 1 for a correct kernel, the rest for speed, none below the floor
 ratio, full at the target, linear between. Every kernel must run on the tensor cores: a kernel whose SASS
 has no tensor-core instruction keeps its correctness point only. A kernel that is wrong, writes outside C,
 crashes or hangs scores 0 for that kernel.

@@ -39,7 +39,11 @@ path) is exact as well. What is left is fp32 accumulation, so the tolerance is b
 (|A| @ |B|) per element and ``FROBENIUS_RTOL``: the format changes the inputs, not the allowance.
 
 Each kind names its format (``precision``) and measures a correct output's errors (`products_accuracy`), which
-the child records with every check and the feedback's precision table shows.
+the child records with every check and the feedback's precision table shows. Each brings the probe of its
+mma.sync (`mma_probe`: back-to-back instructions of its format from registers), which the grading child times
+after the kernel: the kernel's share of that ceiling is reported beside its ratio to cuBLAS, which alone
+scores. For fp8 on sm_90 it times what ptxas makes of the instruction: two fp16 HMMA, four FADD and the
+conversions of the A registers that change every iteration (B's are hoisted out of the loop).
 
 No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
 runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
@@ -49,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graders.cuda_engine.problems import Problem, Shape, Tensor
+from graders.cuda_engine.problems import InstructionProbe, Problem, Shape, Tensor
 
 UNIT_ROUNDOFF = 2.0 ** -24   # fp32
 ELEMENT_FACTOR = 4.0         # the bound is ELEMENT_FACTOR * K * u * (|A| @ |B|): 2 for truncation, 2 to spare
@@ -57,6 +61,35 @@ FROBENIUS_RTOL = 1e-4        # fp32 accumulation: at most 1.6e-5 at K = 4096; fp
 TF32_ROUNDOFF = 2.0 ** -11
 TF32_FROBENIUS_RTOL = 1e-3   # TF32 inputs: 2.9e-4; bf16-rounded inputs: 2.3e-3 (see above)
 INPUT_GUARD = 1 << 19        # NaN bf16 values fenced before and after A and B (1 MiB each side)
+PROBE_CHAINS = 8             # independent accumulators a warp in the mma.sync probe (each hides the others' latency)
+# Back-to-back mma.sync of one shape and format (MMA), from registers, no memory traffic in the loop; every shape
+# here takes four A registers, two B registers and four fp32 accumulators. Each chain has B registers of its own
+# and A changes every iteration (two registers, one for each 16-deep half of a k32 product), so that no product
+# is the same as another: sm_90 runs an e4m3 mma.sync as fp16 HMMA into a fresh accumulator and an FADD, and
+# ptxas would compute a repeated product once.
+PROBE_SOURCE = r"""
+#define CHAINS PROBE_CHAINS
+extern "C" __global__ void probe(float* out, int iterations)
+{
+    unsigned a[4], b[CHAINS][2];
+    for (int i = 0; i < 4; ++i) a[i] = 0x3c383c38u ^ (threadIdx.x * 2654435761u >> (8 * i)) & 0x00010001u;
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) { b[c][0] = a[1] ^ (c << 9); b[c][1] = a[3] ^ (c << 25); }
+    float acc[CHAINS][4] = {};
+    for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; ++c)
+            asm volatile("MMA {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                         : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[c][0]), "r"(b[c][1]));
+        a[0] = (a[0] + 0x00010001u) & 0x3f3f3f3fu;   // finite in every format: at most 0x3f a byte
+        a[2] = (a[2] + 0x00010001u) & 0x3f3f3f3fu;
+    }
+    float sum = 0.0f;
+    for (int c = 0; c < CHAINS; ++c) sum += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+"""
 
 
 @dataclass(frozen=True)
@@ -176,7 +209,17 @@ def _cublas_fp8(out: Tensor, inputs: list[Tensor]) -> None:
                      out=out)
 
 
-def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_name: str, precision: str) -> Problem:
+def mma_probe(shape: str, types: str) -> InstructionProbe:
+    """The mma.sync ceiling of one format: ``PROBE_SOURCE`` with mma.sync.aligned.<shape>.row.col.<types>, each
+    warp doing PROBE_CHAINS of them (2 m n k FLOPs each) an iteration."""
+    m, n, k = (int(v) for v in shape[1:].replace("n", " ").replace("k", " ").split())
+    instruction = f"mma.sync.aligned.{shape}.row.col.{types}"
+    source = PROBE_SOURCE.replace("PROBE_CHAINS", str(PROBE_CHAINS)).replace("MMA", instruction)
+    return InstructionProbe(f"{instruction} (registers only, back to back)", source, PROBE_CHAINS * 2 * m * n * k)
+
+
+def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_name: str, precision: str,
+          probe: InstructionProbe) -> Problem:
     return Problem(
         kind=kind,
         signature=f"(float* C, const {c_type}* A, const {c_type}* B, int M, int N, int K)",
@@ -195,14 +238,18 @@ def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_nam
         sass_requirements=("tensor_cores",),
         precision=precision,
         accuracy=products_accuracy,
+        instruction_probe=probe,
     )
 
 
 PROBLEMS = [_gemm("bf16gemm", _inputs("bfloat16"), "bf16", _reference, _cublas,
-                  "cuBLAS bf16 GEMM (torch.mm, fp32 out)", "bf16 in, fp32 accumulate"),
+                  "cuBLAS bf16 GEMM (torch.mm, fp32 out)", "bf16 in, fp32 accumulate",
+                  mma_probe("m16n8k16", "f32.bf16.bf16.f32")),
             _gemm("f16gemm", _inputs("float16"), "f16", _reference, _cublas, "cuBLAS fp16 GEMM (torch.mm, fp32 out)",
-                  "fp16 in, fp32 accumulate"),
+                  "fp16 in, fp32 accumulate", mma_probe("m16n8k16", "f32.f16.f16.f32")),
             _gemm("tf32gemm", _inputs("float32"), "float", _tf32_reference, _cublas_tf32,
-                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)", "TF32 (fp32 in, rounded), fp32 accumulate"),
+                  "cuBLAS TF32 GEMM (torch.matmul, TF32 on)", "TF32 (fp32 in, rounded), fp32 accumulate",
+                  mma_probe("m16n8k8", "f32.tf32.tf32.f32")),
             _gemm("fp8gemm", _fp8_inputs, "fp8", _reference, _cublas_fp8,
-                  "cuBLAS fp8 GEMM (torch._scaled_mm, e4m3, fp32 out)", "fp8 e4m3 in, fp32 accumulate")]
+                  "cuBLAS fp8 GEMM (torch._scaled_mm, e4m3, fp32 out)", "fp8 e4m3 in, fp32 accumulate",
+                  mma_probe("m16n8k32", "f32.e4m3.e4m3.f32"))]
