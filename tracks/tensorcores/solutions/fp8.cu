@@ -1,4 +1,4 @@
-// The precision menu, fp8: e4m3 inputs (4 significant bits, largest value 448) multiplied by
+// The precision menu, fp8: inputs in e4m3 (4 significant bits, largest value 448) multiplied by
 // mma.sync.m16n8k32 .e4m3.e4m3 with an fp32 accumulator. A is row-major and B column-major (B[k][n] at
 // B[n * K + k]), as cuBLAS's fp8 GEMM wants them: both are read along K, 32 values a fragment register pair.
 // The slabs are 64 bytes deep (BK = 64) and swizzled as A's in step 4; one ldmatrix.x4 (16-bit rows: four
