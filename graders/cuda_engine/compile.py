@@ -196,7 +196,7 @@ def parse_resources(log: str) -> dict[str, Resources]:
     return found
 
 
-# --- the cubin's ELF: kernels and per-kernel attributes, in pure Python (no driver, no cuobjdump) ---------
+# --- the cubin's ELF: kernels, per-kernel attributes, global memory, in pure Python (no driver, no cuobjdump)
 
 _STO_CUDA_ENTRY = 0x10          # st_other bit of a kernel (an entry function) in a CUDA ELF
 _STT_FUNC = 2
@@ -261,3 +261,13 @@ def cubin_resources(cubin: bytes) -> dict[str, Resources]:
             found[name] = Resources(values.get((_EIATTR_REGCOUNT, index)), None,
                                     values.get((_EIATTR_FRAME_SIZE, index)), None, None, source="cubin")
     return found
+
+
+def global_memory(cubin: bytes) -> dict[str, int]:
+    """``GLOBAL``: the bytes of the module's ``__device__`` variables (its ELF's ``.nv.global`` and
+    ``.nv.global.init`` sections; cuobjdump's own GLOBAL is 32 bits wide and reads 0 for 4 GiB); ``MALLOC``: 1
+    if it calls device-side malloc (``malloc``, also what ``new`` calls, is an undefined function symbol)."""
+    sections, symbols = _elf(cubin)
+    size = sum(size for name, _, _, size in sections if name in (".nv.global", ".nv.global.init"))
+    malloc = any(name == "malloc" and info & 0xF == _STT_FUNC and index == 0 for name, info, _, index in symbols)
+    return {"GLOBAL": size, "MALLOC": int(malloc)}

@@ -8,7 +8,9 @@ it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
 
 - `disassemble` gives each kernel's SASS text, `memory_ops` counts its memory instructions by kind and
   width (``LDG.E.128.CONSTANT`` is a 128-bit global load through the read-only path);
-- `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``);
+- `resource_usage` gives registers, stack, shared and local memory per kernel (``--dump-resource-usage``), and
+  the module's static global memory and device-side malloc
+  (`graders.cuda_engine.compile.global_memory`, read from the cubin's ELF);
 - `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...), `opcode_count` any one opcode
   (LDSM: ldmatrix, LDGSTS: cp.async); ``e4m3`` asks for fp8 operands on the tensor cores, which on sm_90
   (no fp8 mma.sync in hardware) are F2FP.F16.E4M3 conversions before fp16 HMMA;
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders import settings
+from graders.cuda_engine.compile import global_memory
 
 TOOL_TIMEOUT_S = 60
 CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/cuda/bin")
@@ -103,12 +106,15 @@ _RESOURCE = re.compile(r"Function (\S+):\s*\n\s*(.*)")
 
 
 def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
-    """``REG``, ``STACK``, ``SHARED``, ``LOCAL``, ... per kernel, from ``cuobjdump --dump-resource-usage``."""
+    """``REG``, ``STACK``, ``SHARED``, ``LOCAL``, ... per kernel, from ``cuobjdump --dump-resource-usage``, and
+    the module's ``GLOBAL`` and ``MALLOC`` (`graders.cuda_engine.compile.global_memory`) with each."""
     text = _run_on_cubin(cubin, "--dump-resource-usage")
+    module = global_memory(cubin)   # the module's, the same for each kernel
     found = {}
     for name, fields in _RESOURCE.findall(text):
-        found[name] = {k: int(v) for k, v in re.findall(r"([A-Z_]+)(?:\[\d+\])?:(\d+)", fields)}
+        found[name] = {k: int(v) for k, v in re.findall(r"([A-Z_]+)(?:\[\d+\])?:(\d+)", fields)} | module
     return found
+
 
 
 # An instruction: optional predicate (@P0, @!PT), then the opcode with its dot-separated modifiers.
@@ -216,6 +222,22 @@ def opcode_count(sass: str, opcode: str) -> int:
     return sum(1 for mnemonic in _INSTRUCTION.findall(sass) if mnemonic.split(".")[0] == opcode)
 
 
+SCRATCH_BYTES = 1 << 20   # more __device__ memory than this is a buffer of intermediates, not a flag or a counter
+
+
+def _no_global_scratch(sass: str, usage: dict[str, int]) -> str:
+    found = []
+    if usage.get("GLOBAL", 0) > SCRATCH_BYTES:
+        found.append(f"{usage['GLOBAL']:,} bytes of __device__ variables")
+    if usage.get("MALLOC"):
+        found.append("device-side malloc")
+    if not found:
+        return ""
+    return (f"it keeps intermediate results in global memory ({' and '.join(found)}): this step forbids "
+            "materialising them, such as attention's scores S = Q K^T, in global memory. Keep each tile's scores "
+            "in registers or shared memory and fold them into the output with the online softmax")
+
+
 def _ldsm(sass: str, usage: dict[str, int]) -> str:
     if opcode_count(sass, "LDSM"):
         return ""
@@ -282,15 +304,18 @@ REQUIREMENTS = {
     "e4m3": (_e4m3, "e4m3 operands on the tensor cores (QMMA .E4M3; on sm_90, F2FP.F16.E4M3 conversions and fp16 "
                     "HMMA)"),
     "mma_sync": (_mma_sync, "tensor-core products through mma.sync, not WMMA (read from the PTX)"),
+    "no_global_scratch": (_no_global_scratch, "no intermediates in global memory: at most 1 MiB of __device__ "
+                                              "variables, no device-side malloc"),
 }
 READS_PTX = {"mma_sync"}   # requirements checked on the kernel's PTX (`check`'s ``ptx``) rather than its SASS
+READS_USAGE = {"no_local", "no_global_scratch"}   # requirements that need only the resource report
 
 
 def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...], *,
           disassemble_always: bool = True, ptx: str | None = None) -> tuple[list[str], dict]:
     """(failures, facts) for ``function`` in ``cubin``: one sentence per unmet requirement, and the counts.
 
-    ``no_local`` alone needs only the resource report (milliseconds); the others read the SASS (about a
+    Those of `READS_USAGE` need only the resource report (milliseconds); the others read the SASS (about a
     second, nvdisasm), which ``disassemble_always`` also does for the memory-instruction counts. Those of
     `READS_PTX` read ``ptx``, the source compiled to PTX (`graders.cuda_engine.compile.compile_ptx`)."""
     unknown = [r for r in requirements if r not in REQUIREMENTS]
@@ -301,7 +326,7 @@ def check(cubin: bytes, function: str, requirements: list[str] | tuple[str, ...]
         raise ValueError(f"no kernel {function!r} in the cubin; found {sorted(usage_by_kernel)}")
     usage = usage_by_kernel[function]
     text = ""
-    if disassemble_always or any(r != "no_local" and r not in READS_PTX for r in requirements):
+    if disassemble_always or any(r not in READS_USAGE and r not in READS_PTX for r in requirements):
         text = disassemble(cubin)[function]
     if ptx is None and READS_PTX & set(requirements):
         raise ValueError(f"requirement(s) {sorted(READS_PTX & set(requirements))} need the kernel's PTX")

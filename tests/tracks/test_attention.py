@@ -268,3 +268,53 @@ def test_causal_counter_rule_at_its_edge(monkeypatch, share, passes):
     if not passes:
         assert "tensor-core instructions (HMMA)" in measured["failure"] and "step flash_tc;" in measured["failure"]
         assert "at most 0.6 x that (600,000)" in measured["failure"]
+
+
+# ---- S must not be materialised in global memory (the forward kinds' SASS requirement) ------------------
+
+FORWARD = [kid for kid, k in SPEC.kernels.items() if k.kind.startswith("attention_forward")]
+
+
+def scratch_failure(source: str, function: str = "f", defines: dict | None = None) -> list[str]:
+    done = compile_cuda(source, kernels=(function,), defines=defines or {})
+    return sass.check(done.cubin, function, ("no_global_scratch",), disassemble_always=False)[0]
+
+
+def test_every_forward_kind_forbids_global_scratch_and_decode_does_not():
+    for kid in FORWARD:
+        assert "no_global_scratch" in problem(SPEC.kernel(kid).kind).sass_requirements, kid
+    assert problem("attention_decode").sass_requirements == ()
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("kernel_id", FORWARD)
+def test_forward_references_meet_their_kinds_sass_requirements(kernel_id):
+    kernel = SPEC.kernel(kernel_id)
+    failures, facts = sass.check(compiled(kernel_id).cubin, kernel.function, problem(kernel.kind).sass_requirements,
+                                 disassemble_always=False)
+    assert failures == [] and facts["resources"]["GLOBAL"] == 0 and facts["resources"]["MALLOC"] == 0
+
+
+@needs_sass_tools
+def test_materialised_scores_are_found_in_the_cubin():
+    path = TRACK.solutions / "wrong" / "materialised_scores.cu"
+    kernel = SPEC.kernel(tracks.graded_kernel(path))
+    failures = scratch_failure(path.read_text(), kernel.function, kernel.geometry.defines())
+    assert len(failures) == 1 and failures[0].startswith(
+        "it keeps intermediate results in global memory (2,147,483,648 bytes of __device__ variables): this step "
+        "forbids materialising them, such as attention's scores S = Q K^T, in global memory.")
+    assert tracks.expected_statuses(path) == ("unmet",)
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("declaration, body, found", [
+    ("__device__ float s[1 << 18];", "s[n] = o[n]; o[0] = s[n + 1];", ""),                  # 1 MiB: allowed
+    ("__device__ float s[(1 << 18) + 1];", "s[n] = o[n]; o[0] = s[n + 1];", "1,048,580 bytes of __device__"),
+    ("__device__ float s[1 << 19] = {1.0f};", "o[0] = s[n];", "2,097,152 bytes of __device__"),   # initialised
+    ("", "float* s = (float*)malloc(n * 4); s[0] = o[0]; o[1] = s[0]; free(s);", "device-side malloc"),
+    ("", "float* s = new float[n]; s[0] = o[0]; o[1] = s[0]; delete[] s;", "device-side malloc"),
+    ("", 'printf("%d", n);', ""),                                     # printf's format string is no scratch
+])
+def test_global_scratch_rule_at_its_edges(declaration, body, found):
+    failures = scratch_failure(f'{declaration}\nextern "C" __global__ void f(float* o, int n) {{ {body} }}')
+    assert (failures == []) if not found else (len(failures) == 1 and found in failures[0]), failures

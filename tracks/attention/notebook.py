@@ -95,8 +95,8 @@ def _statement(number: int, kernel: KernelSpec, spec: AssignmentSpec, checks: li
         + (" (provisional until measured on the grading GPU)." if provisional else "."),
         *(f"* **Structure** ({c.points:g} point{'' if c.points == 1 else 's'}, from the compiled code): "
           + "; ".join(REQUIREMENTS[r][1] for r in c.require) + "." for c in checks),
-        *(["* **Tensor cores:** a kernel whose SASS has no tensor-core instruction keeps its correctness "
-           "points only."] if "tensor_cores" in kind.sass_requirements else []),
+        *([f"* **Compiled code:** {'; '.join(REQUIREMENTS[r][1] for r in kind.sass_requirements)}. A kernel "
+           "that misses one keeps its correctness points only."] if kind.sass_requirements else []),
         *([f"* **Work skipped:** Nsight Compute counts its {METRICS[kernel.counter.metric][1]} in one launch at "
            f"the speed shape; the speed points need at most {kernel.counter.at_most:g} x the count of the reference "
            f"of step {list(spec.kernels).index(kernel.counter.relative_to) + 1}, the unmasked kernel. Skip the "

@@ -24,6 +24,10 @@ short* v, int batch, int heads, int seq_q, int seq_k, int head_dim)``; head_dim 
 - ``attention_forward_tc`` and ``attention_forward_causal_tc``: ``attention_forward`` and
   ``attention_forward_causal`` on the tensor cores: a kernel whose SASS has no tensor-core instruction (HMMA,
   ...) keeps its correctness points only (status ``unmet``).
+
+The forward kinds forbid materialising S (SASS requirement ``no_global_scratch``, read from the cubin): a
+kernel whose module holds more than 1 MiB of ``__device__`` variables, or calls device-side malloc, keeps its
+correctness points only (status ``unmet``). The scores of a tile belong in registers or shared memory.
 - ``attention_decode``: shape ``(batch, heads, seq_k, head_dim)``, one query token (seq_q = 1) against a KV
   cache of seq_k tokens; one block per (batch, head); its sizes are ``(batch, heads, seq_k, head_dim)``.
 
@@ -229,6 +233,7 @@ ATTENTION_FORWARD = Problem(
     sizes=lambda s: s,
     grid=lambda s, tile: (-(-s[2] // tile[1]), s[0] * s[1], 1),   # x over query tiles, y over (batch, head)
     compare=attention_mismatch,
+    sass_requirements=("no_global_scratch",),   # S stays on chip: no __device__ buffer, no device malloc
 )
 
 ATTENTION_FORWARD_CAUSAL = replace(
@@ -239,9 +244,10 @@ ATTENTION_FORWARD_CAUSAL = replace(
     work=lambda s: forward_flops(s, causal=True),
 )
 
-ATTENTION_FORWARD_TC = replace(ATTENTION_FORWARD, kind="attention_forward_tc", sass_requirements=("tensor_cores",))
+ON_TENSOR_CORES = ("tensor_cores", "no_global_scratch")
+ATTENTION_FORWARD_TC = replace(ATTENTION_FORWARD, kind="attention_forward_tc", sass_requirements=ON_TENSOR_CORES)
 ATTENTION_FORWARD_CAUSAL_TC = replace(ATTENTION_FORWARD_CAUSAL, kind="attention_forward_causal_tc",
-                                      sass_requirements=("tensor_cores",))
+                                      sass_requirements=ON_TENSOR_CORES)
 
 
 def decode_bytes(shape: Shape) -> int:

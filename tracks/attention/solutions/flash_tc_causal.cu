@@ -63,7 +63,7 @@ __device__ __forceinline__ float exp2_approx(float x)   // 2^x on the SFU; 2^-in
 }
 
 template <int N_>
-struct Dim { static constexpr int value = N_; };   // head_dim as a type, for the kernel's generic lambda
+struct Dim { enum { value = N_ }; };   // head_dim as a type, for the kernel's generic lambda
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 1)
 flash_tc_causal(float* out, const bf16* q, const bf16* k, const bf16* v, int batch, int heads, int seq_q, int seq_k,
