@@ -180,3 +180,22 @@ def test_references_against_the_mma_sync_ceiling(rows):
     for kid, r in rows.items():
         if kid in in_child:
             assert r["gflops"] * 1e9 <= 1.05 * in_child[kid], (kid, r["gflops"], in_child[kid])
+
+
+@pytest.mark.parametrize("kind", ["bf16gemm", "f16gemm", "tf32gemm", "fp8gemm"])
+def test_each_baseline_computes_the_product_of_its_inputs(kind):
+    """The cuBLAS call each kind is timed against multiplies the same matrices as the kernels (a layout mistake,
+    fp8's column-major B read as row-major say, gives an error of order 1); its own error is printed, not held
+    to the kernels' tolerance (cuBLAS may accumulate fp8 products in a lower precision than fp32)."""
+    import torch
+
+    from graders.cuda_engine.problems import problem
+    definition = problem(kind)
+    inputs = definition.make_inputs((256, 384, 512), torch.Generator(device="cuda").manual_seed(0))
+    out = torch.full((256, 384), float("nan"), device="cuda")
+    definition.baseline(out, inputs)
+    torch.cuda.synchronize()
+    measured = definition.accuracy(out, definition.reference(inputs))
+    print(f"\n{kind}, {definition.baseline_name}: max relative error {measured['max_rel_error']:.2g}, relative "
+          f"Frobenius error {measured['frobenius_rel_error']:.2g}")
+    assert measured["frobenius_rel_error"] < 1e-2
