@@ -44,23 +44,26 @@ fp16) values are exact in fp32, so that bound is fp32 accumulation's own (K addi
 2^-24, twice that when the tensor cores truncate), with a factor 2 to spare; an fp16 accumulator misses the
 Frobenius bound by far. The TF32 step's bound adds TF32's rounding of the inputs (2 x 2^-11 a product) and
 allows a relative Frobenius error of 1e-3; the fp8 step's is bf16's (a product of two e4m3 values is exact in
-fp32 too). C is filled with NaN before every run and fenced by guard bands, so
-an element you never write, or a write outside C, fails. Correctness is checked again after timing.
+fp32 too). C is filled with NaN before every run and fenced by guard bands, so an element you never write, or
+a write outside C, fails. Correctness is checked again after timing.
 
-**Speed** is the ratio of {baseline}'s time to your kernel's at 4096 x 4096 x 4096, both measured in the
-same process on the grading GPU: 0.5 means half of cuBLAS's TFLOP/s. cuBLAS on Hopper uses the warpgroup
-instructions (wgmma), which `mma.sync` cannot match: published measurements put `mma.sync`'s ceiling near
-two thirds of the dense peak. So the grader also times back-to-back `mma.sync` of your kernel's format on the
-same GPU and reports your share of that rate beside the ratio (it does not score); the feedback tabulates
-each kernel's format, time, TFLOP/s, both shares and its largest error. Points: 1 for a correct kernel, the rest for speed, none below the floor
-ratio, full at the target, linear between. Every kernel must run on the tensor cores: a kernel whose SASS
-has no tensor-core instruction keeps its correctness point only. A kernel that is wrong, writes outside C,
-crashes or hangs scores 0 for that kernel.
+**Speed** is the ratio of {baseline}'s time to your kernel's at 4096 x 4096 x 4096 (in the menu's steps,
+cuBLAS in that step's format), both measured in the same process on the grading GPU: 0.5 means half of
+cuBLAS's TFLOP/s. cuBLAS on Hopper uses the warpgroup instructions (wgmma), which `mma.sync` cannot match:
+published measurements put `mma.sync`'s ceiling near two thirds of the dense peak. So the grader also times
+back-to-back `mma.sync` of your kernel's format on the same GPU and reports your share of that rate beside the
+ratio (it does not score); the feedback tabulates each kernel's format, time, TFLOP/s, both shares and its
+largest error. Points: 1 for a correct kernel, the rest for speed, none below the floor ratio, full at the
+target, linear between. Every kernel must run on the tensor cores: a kernel whose SASS has no tensor-core
+instruction keeps its correctness point only. A kernel that is wrong, writes outside C, crashes or hangs
+scores 0 for that kernel.
 
 Some steps also have a **structural** check, graded from the compiled code (its SASS, read with
 `cuobjdump`, no GPU needed): `ldmatrix` (LDSM) where fragments come from shared memory, `cp.async`
-(LDGSTS) where the copies are asynchronous, no register spills. The swizzling step is graded on a hardware
-counter too: Nsight Compute's count of its ldmatrix bank conflicts.
+(LDGSTS) where the copies are asynchronous, no register spills, and in the fp8 step e4m3 operands on the
+tensor cores (on the H200, whose `mma.sync` has no fp8 path, the SASS shows them converted to fp16 pairs,
+F2FP.F16.E4M3, before fp16 HMMA). The swizzling step is graded on a hardware counter too: Nsight Compute's
+count of its ldmatrix bank conflicts.
 
 Your submission is kernel source only: it runs in a separate process that compiles the string, so it cannot
 call cuBLAS, torch or any host code.
