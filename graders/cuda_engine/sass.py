@@ -304,7 +304,7 @@ REQUIREMENTS = {
     "e4m3": (_e4m3, "e4m3 operands on the tensor cores (QMMA .E4M3; on sm_90, F2FP.F16.E4M3 conversions and fp16 "
                     "HMMA)"),
     "mma_sync": (_mma_sync, "tensor-core products through mma.sync, not WMMA (read from the PTX)"),
-    "no_global_scratch": (_no_global_scratch, "no intermediates in global memory: at most 1 MiB of __device__ "
+    "no_global_scratch": (_no_global_scratch, "no intermediates in global memory: at most 1 MiB of `__device__` "
                                               "variables, no device-side malloc"),
 }
 READS_PTX = {"mma_sync"}   # requirements checked on the kernel's PTX (`check`'s ``ptx``) rather than its SASS

@@ -66,8 +66,8 @@ template <int N_>
 struct Dim { enum { value = N_ }; };   // head_dim as a type, for the kernel's generic lambda
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 1)
-flash_tc_causal(float* out, const bf16* q, const bf16* k, const bf16* v, int batch, int heads, int seq_q, int seq_k,
-         int head_dim)
+flash_tc_causal(float* out, const bf16* q, const bf16* k, const bf16* v, int batch, int heads, int seq_q,
+                int seq_k, int head_dim)
 {
     constexpr int KEYS = TILE_X, ROWS = TILE_Y, THREADS = BLOCK_X * BLOCK_Y, MAX_D = 128;
     static_assert(BLOCK_X == 32 && ROWS == 16 * BLOCK_Y, "a warp per 16 query rows");
