@@ -12,6 +12,7 @@ import pytest
 
 from gradebook.summary import cell_scores
 from graders import tracks
+from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from workshop.course import Autograding, Course, nbgrader, stderr_text
 from workshop.records import write_gpu_record
@@ -72,6 +73,9 @@ def test_the_reference_feedback_shows_each_kernels_numbers_and_the_chart(grading
     kernels = load_spec(course.assignment).kernels
     assert page.count("workshop-timing") == len(kernels), page.count("workshop-timing")
     assert page.count('src="data:image/png;base64,') == 1
+    # the precision table, where the track's kinds name their number format (the tensor-core worklog)
+    formats = any(problem(k.kind).precision for k in kernels.values())
+    assert page.count("workshop-precision") == (1 if formats else 0)
 
 
 def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):
