@@ -8,8 +8,9 @@ address, mma.sync m16n8k16 .f16, m16n8k8 .tf32 with cvt.rna.tf32, m16n8k32 .e4m3
 ISA's fragment layouts. The kernel runs once per check on buffers written to files; everything else is the
 grader's own (`graders.cuda_engine.child.Bench.check`: fenced inputs, the NaN-poisoned output between canary
 guards, the kind's checker). Indexing, swizzles, the pipeline's stage rotation, fragment layouts and tile edges
-are checked, not speed or the GPU's memory model. The WMMA steps (no wmma emulation) and the known-wrong
-kernels whose mistake is in their own inline PTX are not run here.
+are checked, not speed or the GPU's memory model. The WMMA steps (no wmma emulation) are not run here, nor the
+known-wrong kernels whose mistake is a race (no_stage_barrier) or an instruction that only its own name would
+tell the emulation (fp8_e5m2); fp8_f16_accumulate runs with the .f16-accumulator mma.sync emulated.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ SHAPES = {kid: [(SPEC.kernel(kid).geometry.tile[1], SPEC.kernel(kid).geometry.ti
                  dict(SPEC.kernel(kid).geometry.params)["BK"]),
                 (2 * SPEC.kernel(kid).geometry.tile[1], 3 * SPEC.kernel(kid).geometry.tile[0],
                  5 * dict(SPEC.kernel(kid).geometry.params)["BK"])] for kid in EMULATED}
-WRONG_CASES = {"transposed_fragment": ((64, 128, 96), Status.INCORRECT)}
+WRONG_CASES = {"transposed_fragment": ((64, 128, 96), Status.INCORRECT),
+               "fp8_f16_accumulate": ((256, 384, 320), Status.INCORRECT)}
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++")
 
@@ -70,9 +72,12 @@ inline float emu_e4m3_value(unsigned b)
 }
 
 // One warp's m16n8kK: every lane offers its fragments, then computes its four elements of d (row g, columns
-// 2t and 2t + 1; row g + 8, the same) from A(row, k) and B(k, n) read out of the warp's fragments.
-template <class AOf, class BOf>
-inline void emu_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, unsigned depth, AOf A, BOf B)
+// 2t and 2t + 1; row g + 8, the same) from A(row, k) and B(k, n) read out of the warp's fragments; `round`
+// (none for an fp32 accumulator) is applied to the sum after every `chunk` products.
+inline float emu_keep(float x) { return x; }
+template <class AOf, class BOf, class Round = float (*)(float)>
+inline void emu_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, unsigned depth, AOf A, BOf B,
+                    unsigned chunk = 0, Round round = emu_keep)
 {
     EmuWarp& warp = emu_warp();
     const unsigned lane = emu_linear % 32, g = lane / 4, t = lane % 4;
@@ -85,7 +90,10 @@ inline void emu_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned
     for (int e = 0; e < 4; ++e) {
         const unsigned row = g + 8 * (e / 2), col = 2 * t + e % 2;
         float sum = d[e];
-        for (unsigned k = 0; k < depth; ++k) sum += A(warp, row, k) * B(warp, k, col);
+        for (unsigned k = 0; k < depth; ++k) {
+            sum += A(warp, row, k) * B(warp, k, col);
+            if (chunk && k % chunk == chunk - 1) sum = round(sum);
+        }
         result[e] = sum;
     }
     warp.barrier->arrive_and_wait();
@@ -125,6 +133,31 @@ inline void mma_e4m3(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigne
                 return byte(w.fragments[4 * (row % 8) + (k % 16) / 4][row / 8 + 2 * (k / 16)], k); },
             [&](EmuWarp& w, unsigned k, unsigned n) { return byte(w.fragments[4 * n + (k % 16) / 4][4 + k / 16], k); });
 }
+
+// mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16: the accumulator is two registers of fp16 pairs (c0, c1
+// of row g; c2, c3 of row g + 8), the sum rounded to fp16 after every 16 products (sm_90's two HMMA.16816.F16)
+inline float emu_to_f16(float x) { return (float)(_Float16)x; }
+inline unsigned emu_f16_bits(float x)
+{
+    _Float16 h = (_Float16)x;
+    unsigned short u;
+    std::memcpy(&u, &h, 2);
+    return u;
+}
+inline void mma_e4m3_f16(unsigned (&d)[2], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    auto byte = [](unsigned word, unsigned k) { return emu_e4m3_value(word >> 8 * (k % 4) & 0xffu); };
+    float acc[4] = {emu_f16_value(d[0] & 0xffffu), emu_f16_value(d[0] >> 16), emu_f16_value(d[1] & 0xffffu),
+                    emu_f16_value(d[1] >> 16)};
+    emu_mma(acc, a, b0, b1, 32,
+            [&](EmuWarp& w, unsigned row, unsigned k) {
+                return byte(w.fragments[4 * (row % 8) + (k % 16) / 4][row / 8 + 2 * (k / 16)], k); },
+            [&](EmuWarp& w, unsigned k, unsigned n) { return byte(w.fragments[4 * n + (k % 16) / 4][4 + k / 16], k); },
+            16, emu_to_f16);
+    d[0] = emu_f16_bits(acc[0]) | emu_f16_bits(acc[1]) << 16;
+    d[1] = emu_f16_bits(acc[2]) | emu_f16_bits(acc[3]) << 16;
+}
+inline float2 f16x2_to_float2(unsigned h) { return make_float2(emu_f16_value(h & 0xffffu), emu_f16_value(h >> 16)); }
 """
 
 DRIVER = r"""
