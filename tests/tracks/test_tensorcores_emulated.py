@@ -10,7 +10,8 @@ grader's own (`graders.cuda_engine.child.Bench.check`: fenced inputs, the NaN-po
 guards, the kind's checker). Indexing, swizzles, the pipeline's stage rotation, fragment layouts and tile edges
 are checked, not speed or the GPU's memory model. The WMMA steps (no wmma emulation) are not run here, nor the
 known-wrong kernels whose mistake is a race (no_stage_barrier) or an instruction that only its own name would
-tell the emulation (fp8_e5m2); fp8_f16_accumulate runs with the .f16-accumulator mma.sync emulated.
+tell the emulation (fp8_e5m2); fp8_f16_accumulate runs with the .f16-accumulator mma.sync emulated, and
+unswizzled, whose fault is a hardware counter's, is correct.
 """
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ SHAPES = {kid: [(SPEC.kernel(kid).geometry.tile[1], SPEC.kernel(kid).geometry.ti
                 (2 * SPEC.kernel(kid).geometry.tile[1], 3 * SPEC.kernel(kid).geometry.tile[0],
                  5 * dict(SPEC.kernel(kid).geometry.params)["BK"])] for kid in EMULATED}
 WRONG_CASES = {"transposed_fragment": ((64, 128, 96), Status.INCORRECT),
-               "fp8_f16_accumulate": ((256, 384, 320), Status.INCORRECT)}
+               "fp8_f16_accumulate": ((256, 384, 320), Status.INCORRECT),
+               "unswizzled": ((128, 192, 160), Status.OK)}   # correct: only its bank conflicts (ncu) are wrong
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++")
 
@@ -285,4 +287,5 @@ def test_known_wrong_kernels_under_emulation(name, executables, tmp_path):
     exe, kind, geometry = executables[name]
     result = EmulatedBench(exe, kind, geometry, tmp_path).check(shape)
     assert result["status"] == status, result["message"]
-    assert str(status) in tracks.expected_statuses(WRONG / f"{name}.cu")
+    expected = tracks.expected_statuses(WRONG / f"{name}.cu")
+    assert str(status) in expected or (status == Status.OK and expected == ("unmet",))
