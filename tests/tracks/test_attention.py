@@ -296,6 +296,17 @@ def test_forward_references_meet_their_kinds_sass_requirements(kernel_id):
 
 
 @needs_sass_tools
+def test_a_tensor_core_kernel_handed_in_for_a_cuda_core_step_fails_its_sass_requirement():
+    """flash_forward and flash_causal are the CUDA-core steps: the flash_tc reference (HMMA) handed in for them
+    is unmet, or it would pass the causal step's FP32-instruction rule without skipping a tile."""
+    for kind in ("attention_forward", "attention_forward_causal"):
+        assert problem(kind).sass_requirements == ("no_global_scratch", "no_tensor_cores")
+        failures, _ = sass.check(compiled("flash_tc").cubin, "flash_tc", problem(kind).sass_requirements,
+                                 disassemble_always=False)
+        assert len(failures) == 1 and "HMMA" in failures[0], failures
+
+
+@needs_sass_tools
 def test_materialised_scores_are_found_in_the_cubin():
     path = TRACK.solutions / "wrong" / "materialised_scores.cu"
     kernel = SPEC.kernel(tracks.graded_kernel(path))

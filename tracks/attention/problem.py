@@ -28,6 +28,8 @@ short* v, int batch, int heads, int seq_q, int seq_k, int head_dim)``; head_dim 
 The forward kinds forbid materialising S (SASS requirement ``no_global_scratch``, read from the cubin): a
 kernel whose module holds more than 1 MiB of ``__device__`` variables, or calls device-side malloc, keeps its
 correctness points only (status ``unmet``). The scores of a tile belong in registers or shared memory.
+``attention_forward`` and ``attention_forward_causal`` run on the CUDA cores (``no_tensor_cores``): their SASS
+holds no tensor-core instruction, or they too keep their correctness points only.
 - ``attention_decode``: shape ``(batch, heads, seq_k, head_dim)``, one query token (seq_q = 1) against a KV
   cache of seq_k tokens; one block per (batch, head); its sizes are ``(batch, heads, seq_k, head_dim)``.
 
@@ -233,7 +235,9 @@ ATTENTION_FORWARD = Problem(
     sizes=lambda s: s,
     grid=lambda s, tile: (-(-s[2] // tile[1]), s[0] * s[1], 1),   # x over query tiles, y over (batch, head)
     compare=attention_mismatch,
-    sass_requirements=("no_global_scratch",),   # S stays on chip: no __device__ buffer, no device malloc
+    # S stays on chip (no __device__ buffer, no device malloc), and on the CUDA cores: the tensor cores are the
+    # flash_tc steps' lesson, and a tensor-core kernel would pass the causal step's FP32-instruction rule
+    sass_requirements=("no_global_scratch", "no_tensor_cores"),
 )
 
 ATTENTION_FORWARD_CAUSAL = replace(
