@@ -2,7 +2,9 @@
 child run under it, and what a finding does to a kernel's result. (Its real runs are in tests/gpu.)"""
 from __future__ import annotations
 
+import dataclasses
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -166,3 +168,156 @@ def test_a_sanitizer_that_breaks_is_a_grader_error(monkeypatch, padded):
     monkeypatch.setattr(sanitizer, "sanitize", broken)
     result = grade.sanitized(ok_result(4224), kernel, {}, geometry)
     assert result.status == Status.GRADER_ERROR and "did not finish" in result.message and result.points == 0
+
+
+# --- each rule of the report reader and the tool's run at its edge -------------------------------------
+
+@pytest.mark.parametrize("finding", ["Invalid __shared__ read of size 4 bytes",
+                                     "Out of bounds access of size 16 bytes",
+                                     "Misaligned address for __global__ read of size 8 bytes",
+                                     "Barrier error detected. Divergent thread(s) in block",
+                                     "Error: Race reported between Write access at k+0x10",
+                                     "Race reported between Read access at k+0x30"])
+def test_every_kind_of_finding_is_quoted_from_the_tools_own_line(finding):
+    report = (f"========= COMPUTE-SANITIZER\n==== {finding}  \n=========     at k+0x10\n"
+              "========= ERROR SUMMARY: 3 errors\n")
+    assert sanitizer.findings("memcheck", report) == (
+        f"compute-sanitizer --tool memcheck found 3 error(s); the first: {finding}")
+
+
+def test_a_counted_error_without_a_line_the_grader_knows_points_to_the_report():
+    report = "========= Some new kind of hazard\n========= ERROR SUMMARY: 1 error\n"
+    assert sanitizer.findings("initcheck", report) == (
+        "compute-sanitizer --tool initcheck found 1 error(s); the first: see the sanitizer's report")
+
+
+def test_only_a_line_that_starts_with_the_tools_prefix_is_a_finding_or_a_summary():
+    report = ("printed by the kernel: Invalid value 3\n========= Uninitialized __global__ memory read\n"
+              "  ERROR SUMMARY: 9 errors\n========= ERROR SUMMARY: 1 error\n")
+    assert sanitizer.findings("initcheck", report) == (
+        "compute-sanitizer --tool initcheck found 1 error(s); the first: Uninitialized __global__ memory read")
+
+
+@pytest.mark.parametrize("summary, count", [("1 hazard displayed (1 error, 0 warnings)", 1),
+                                            ("7 hazards displayed (12 errors, 3 warnings)", 12),
+                                            ("7 hazards displayed (0 errors, 7 warnings)", 0)])
+def test_racecheck_counts_its_errors_not_its_hazards_or_warnings(summary, count):
+    report = f"========= Error: Race reported between Write access at k\n========= RACECHECK SUMMARY: {summary}\n"
+    expected = (f"compute-sanitizer --tool racecheck found {count} error(s); the first: Error: Race reported "
+                "between Write access at k") if count else ""
+    assert sanitizer.findings("racecheck", report) == expected
+
+
+def test_the_largest_count_is_taken_so_printed_text_cannot_lower_it():
+    report = ("========= Invalid __global__ write of size 4 bytes\n========= ERROR SUMMARY: 5 errors\n"
+              "========= ERROR SUMMARY: 2 errors\n========= RACECHECK SUMMARY: 1 hazard displayed (3 errors, 0 "
+              "warnings)\n")
+    assert sanitizer.findings("memcheck", report).startswith("compute-sanitizer --tool memcheck found 5 error(s)")
+
+
+def test_a_report_without_a_summary_is_quoted_by_its_last_500_characters():
+    report = "x" * 100 + "y" * 500
+    with pytest.raises(sanitizer.SanitizerFailed) as info:
+        sanitizer.findings("racecheck", report)
+    assert str(info.value) == f"compute-sanitizer --tool racecheck printed no summary: {'y' * 500!r}"
+
+
+def test_a_kernel_whose_every_check_shape_is_one_block_runs_at_its_largest(padded):
+    kernel, geometry = padded
+    one_block = dataclasses.replace(kernel, check_shapes=((1, 1), (32, 32), (8, 3)))
+    assert sanitizer.sanitize_shape(one_block, geometry) == (32, 32)
+    two = dataclasses.replace(kernel, check_shapes=((64, 64), (1, 1), (32, 33), (33, 32)))
+    assert sanitizer.sanitize_shape(two, geometry) == (32, 33)   # 1056 elements, before 33 x 32 and 64 x 64
+
+
+@pytest.fixture
+def tool(monkeypatch, tmp_path):
+    """A compute-sanitizer file named by WORKSHOP_COMPUTE_SANITIZER and a recorder of the child runs."""
+    binary = tmp_path / "compute-sanitizer"
+    binary.write_text("")
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(binary))
+    runs, answers = [], []
+
+    def child(handler, request, **options):
+        runs.append({"handler": handler, "request": request, **options})
+        return answers.pop(0) if answers else ChildResult("ok", answer={}, stdout=CLEAN)
+    monkeypatch.setattr(sanitizer, "run_child", child)
+    return types.SimpleNamespace(binary=binary, runs=runs, answers=answers)
+
+
+def test_the_tools_whole_command_line_limit_and_environment(tool):
+    env = {"PYTHONPATH": "/somewhere"}
+    assert sanitizer.run_tool("memcheck", "some.child", {"seed": 3}, env, "transpose_padded") == ""
+    assert sanitizer.run_tool("initcheck", "some.child", {"seed": 3}, env, "transpose_padded") == ""
+    assert sanitizer.run_tool("racecheck", "some.child", {"seed": 3}, env) == ""
+    common = ("--report-api-errors", "no", "--print-limit", "5", "--error-exitcode", "0")
+    assert [run["wrapper"] for run in tool.runs] == [
+        (str(tool.binary), "--tool", "memcheck", "--kernel-name", "kns=transpose_padded", *common),
+        (str(tool.binary), "--tool", "initcheck", *common),
+        (str(tool.binary), "--tool", "racecheck", *common)]
+    for run in tool.runs:
+        assert run == {"handler": "some.child", "request": {"seed": 3}, "timeout_s": sanitizer.TIMEOUT_S,
+                       "gpu": True, "wrapper": run["wrapper"], "env": env}
+    assert sanitizer.TIMEOUT_S == 180.0
+
+
+def test_a_tool_run_that_did_not_finish_names_its_status_message_and_output(tool):
+    tool.answers.append(ChildResult("timeout", message="past 180 s", stdout="a" * 10 + "b" * 500))
+    with pytest.raises(sanitizer.SanitizerFailed) as info:
+        sanitizer.run_tool("memcheck", "c", {}, {}, "k")
+    assert str(info.value) == f"compute-sanitizer --tool memcheck did not finish (timeout: past 180 s) {'b' * 500}"
+
+
+def test_a_child_that_answers_an_error_under_the_tool_is_the_graders_failure(tool):
+    tool.answers.append(ChildResult("ok", answer={"error": "no kernel k"}, stdout=CLEAN))
+    with pytest.raises(sanitizer.SanitizerFailed) as info:
+        sanitizer.run_tool("racecheck", "c", {}, {}, "k")
+    assert str(info.value) == f"compute-sanitizer --tool racecheck did not finish (ok: no kernel k) {CLEAN}"
+    tool.answers.append(ChildResult("crashed", answer={}, stdout=""))
+    with pytest.raises(sanitizer.SanitizerFailed) as info:
+        sanitizer.run_tool("racecheck", "c", {}, {}, "k")
+    assert str(info.value) == "compute-sanitizer --tool racecheck did not finish (crashed: ) "
+
+
+def test_sanitize_runs_the_tools_asked_for_in_order_and_reports_the_first_finding(tool, padded):
+    kernel, geometry = padded
+    tool.answers += [ChildResult("ok", stdout=CLEAN), ChildResult("ok", stdout=INITCHECK),
+                     ChildResult("ok", stdout=MEMCHECK)]
+    checked = sanitizer.sanitize({"seed": 5, "shape": [1, 1]}, kernel, geometry, {}, ("racecheck", "initcheck",
+                                                                                       "memcheck"))
+    assert [run["wrapper"][2] for run in tool.runs] == ["racecheck", "initcheck", "memcheck"]
+    assert all(run["request"] == {"seed": 5, "shape": [33, 65]} and run["handler"] == sanitizer.CHILD
+               for run in tool.runs)
+    assert checked == {"shape": [33, 65], "tools": {"racecheck": "", "initcheck": sanitizer.findings(
+        "initcheck", INITCHECK), "memcheck": sanitizer.findings("memcheck", MEMCHECK)},
+        "failure": sanitizer.findings("initcheck", INITCHECK)}
+    assert sanitizer.CHILD == "graders.cuda_engine.launch_child" and sanitizer.TOOLS == (
+        "memcheck", "racecheck", "initcheck")
+
+
+def test_without_compute_sanitizer_grading_stops_before_any_run(monkeypatch, padded):
+    kernel, geometry = padded
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer")
+    monkeypatch.setattr(sanitizer, "run_child", lambda *a, **k: pytest.fail("a child ran"))
+    with pytest.raises(sanitizer.SanitizerMissing) as info:
+        sanitizer.sanitize({}, kernel, geometry, {}, ())
+    assert str(info.value) == (
+        "compute-sanitizer was not found on this GPU worker: install the CUDA toolkit's compute-sanitizer or set "
+        "WORKSHOP_COMPUTE_SANITIZER (WORKSHOP_SANITIZE=off skips it, for trusted local use only)")
+
+
+def test_a_clean_kernel_has_no_failure_and_every_run_gets_the_grading_childs_environment(tool, padded):
+    kernel, geometry = padded
+    env = {"PYTHONPATH": "/graders"}
+    checked = sanitizer.sanitize({"seed": 5}, kernel, geometry, env)
+    assert checked == {"shape": [33, 65], "tools": dict.fromkeys(sanitizer.TOOLS, ""), "failure": ""}
+    assert [run["env"] for run in tool.runs] == [env] * 3
+
+
+def test_compute_sanitizer_is_found_on_path_by_its_own_name(monkeypatch, tmp_path):
+    monkeypatch.delenv("WORKSHOP_COMPUTE_SANITIZER", raising=False)
+    binary = tmp_path / "compute-sanitizer"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert sanitizer.tool_binary() == binary
