@@ -8,7 +8,7 @@ import torch
 
 from graders import tracks
 from graders.cuda_engine import sass
-from graders.cuda_engine.compile import compile_cuda
+from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.grade import KernelFailed
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
@@ -233,8 +233,14 @@ def test_missing_ldmatrix_and_cp_async_are_explained(compiled):
 
 
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
-def test_wrong_solutions_compile(path):
+def test_wrong_solutions_compile_unless_it_is_the_compile_error(path):
     kernel = SPEC.kernel(tracks.graded_kernel(path))
+    if path.name == "compile_error.cu":
+        assert tracks.expected_statuses(path) == ("compile_error",)
+        assert tracks.expected_points(path)[f"{kernel.id}_score"].matches(0.0)
+        with pytest.raises(CompileError, match='identifier "__nv_bfloat16" is undefined'):
+            compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
+        return
     compile_cuda(path.read_text(), kernels=(kernel.function,), defines=kernel.geometry.defines())
 
 
