@@ -164,7 +164,8 @@ def parse(source: str, what: str) -> ast.Module:
     try:
         return ast.parse(source)
     except SyntaxError as exc:
-        raise KernelSourceError(f"{what} does not parse: line {exc.lineno}: {exc.msg}") from None
+        where = f"line {exc.lineno}: " if exc.lineno else ""   # a NUL byte is a SyntaxError without a line
+        raise KernelSourceError(f"{what} does not parse: {where}{exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise KernelSourceError(f"{what} does not parse: {type(exc).__name__}") from None
 

@@ -77,6 +77,7 @@ def test_a_relative_import_is_left_out_or_refused_with_its_line():
 @pytest.mark.parametrize("cell, message", [
     ("def (:", "the cell does not parse: line 1: invalid syntax"),
     ("TPB = 8\n\n@cuda.jit\ndef k(out):\n    out[0] = (\n", "the cell does not parse: line 5: '(' was never closed"),
+    ("x = 1\0", "the cell does not parse: source code string cannot contain null bytes"),
 ])
 def test_a_cell_that_does_not_parse_is_named_the_cell_with_its_line(cell, message):
     with pytest.raises(KernelSourceError) as raised:
