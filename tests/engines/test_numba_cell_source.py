@@ -83,3 +83,11 @@ def test_a_cell_that_does_not_parse_is_named_the_cell_with_its_line(cell, messag
     with pytest.raises(KernelSourceError) as raised:
         kernel_source_from_cell(cell, "k")
     assert str(raised.value) == message
+
+
+def test_every_statement_left_out_is_remembered_not_only_the_last():
+    cell = "import os\nhelper = len\nTPB = 8\n\n@cuda.jit\ndef k(out):\n    out[0] = os.sep\n"
+    with pytest.raises(KernelSourceError) as raised:
+        kernel_source_from_cell(cell, "k")
+    assert str(raised.value) == ("line 7: os.sep is not available in a CUDA kernel (the grader keeps only numbers, "
+                                 "@cuda.jit functions and numba, math and numpy imports from the cell)")
