@@ -4,12 +4,14 @@ report students read, and the compile checks of the notebook cells. The child it
 from __future__ import annotations
 
 import os
+import types
+from dataclasses import asdict
 
 import pytest
 
 from graders import settings
 from graders.cuda_engine import grade
-from graders.cuda_engine.compile import CompileError
+from graders.cuda_engine.compile import Compiled, CompileError, Resources
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import load_spec, resolve_geometry
 from graders.hidden_tests import STUB_MARK
@@ -79,6 +81,23 @@ def test_the_students_launch_budget_limit_and_memory_fraction_are_sent(child):
     assert (request["budget_s"], request["memory_fraction"], options["timeout_s"]) == (2.0, 0.5, 7.0)
     assert child["sanitized"][0][2] == resolve_geometry(BEST, (16, 16), (64, 64), None)
     assert child["counted"] == []        # best has no counter rule
+
+
+def test_the_students_block_tile_and_params_each_reach_the_child_and_the_sanitizer(child):
+    gemm = load_spec("gemm")
+    autotuned = gemm.kernel("autotuned")
+    params = {"BK": 16}
+    grade.grade_kernel("gemm", "autotuned", "src", block=(8, 16), tile=(64, 128), params=params)
+    (_, request, _), = child["runs"]
+    assert (request["block"], request["tile"], request["params"]) == ([8, 16], [64, 128], {"BK": 16})
+    assert request["params"] is not params        # a plain copy, sent as JSON
+    geometry = resolve_geometry(autotuned, (8, 16), (64, 128), {"BK": 16})
+    assert geometry.params == (("BK", 16),) and geometry.tile == (64, 128)
+    assert child["sanitized"] == [("autotuned", request, geometry)]
+    grade.grade_kernel("gemm", "autotuned", "src", params={"BK": 4})
+    request = child["runs"][-1][1]
+    assert (request["block"], request["tile"], request["params"]) == (None, None, {"BK": 4})
+    assert child["sanitized"][-1][2] == resolve_geometry(autotuned, None, None, {"BK": 4}) != autotuned.geometry
 
 
 def test_a_launch_the_spec_refuses_is_refused_before_any_child_runs(child):
@@ -351,6 +370,48 @@ def test_the_check_cell_prints_the_launch(capsys, monkeypatch):
     assert out.startswith("transpose_best compiles for sm_90: ")
     assert out.endswith(". Launched as <<<grid, (16, 16)>>>, a 32 x 16 tile per block. Correctness and speed are "
                         "checked on the GPU worker.\n")
+
+
+@pytest.fixture
+def compiler(monkeypatch):
+    """`grade`'s compiler and GPU lookup replaced: ``state["gpu"]`` is what `detect_gpu` answers, ``state["report"]``
+    whether ptxas reported on the kernel; every compile is recorded."""
+    state = {"gpu": None, "report": True, "calls": []}
+
+    def compile_cuda(source, *, kernels, defines, arch):
+        state["calls"].append((source, kernels, defines, arch))
+        resources = {kernels[0]: Resources(40, 8192, 0, 4, 8)} if state["report"] else {}
+        return Compiled(b"", arch, resources | {"other": Resources(1, 0, 0, 0, 0)}, "")
+    monkeypatch.setattr(grade, "compile_cuda", compile_cuda)
+    monkeypatch.setattr(grade, "detect_gpu", lambda: state["gpu"])
+    return state
+
+
+def test_the_check_cell_compiles_the_students_launch_for_the_gpu_found(compiler, capsys):
+    gemm = load_spec("gemm")
+    compiler["gpu"] = types.SimpleNamespace(arch="sm_100")
+    resources = grade.check_compiles("gemm", "autotuned", "src", block=(8, 16), tile=(64, 128), params={"BK": 16})
+    geometry = resolve_geometry(gemm.kernel("autotuned"), (8, 16), (64, 128), {"BK": 16})
+    assert compiler["calls"] == [("src", ("sgemm_autotuned",), geometry.defines(), "sm_100")]
+    assert geometry.defines()["BK"] == 16
+    assert resources == {"sgemm_autotuned": asdict(Resources(40, 8192, 0, 4, 8)),
+                         "other": asdict(Resources(1, 0, 0, 0, 0))}
+    assert capsys.readouterr().out == (
+        "sgemm_autotuned compiles for sm_100: 40 registers, 8192 B shared memory, 12 B of spills. Launched as "
+        "<<<grid, (8, 16)>>>, a 64 x 128 tile per block, BK = 16. Correctness and speed are checked on the GPU "
+        "worker.\n")
+
+
+def test_the_check_cell_without_a_gpu_compiles_for_the_default_arch_and_names_every_param(compiler, capsys):
+    compiler["report"] = False        # ptxas said nothing about the kernel
+    grade.check_compiles("gemm", "warptiling", "src")
+    warptiling = load_spec("gemm").kernel("warptiling")
+    assert compiler["calls"] == [("src", ("sgemm_warptiling",), warptiling.geometry.defines(), grade.DEFAULT_ARCH)]
+    (x, y), (tx, ty) = warptiling.geometry.block, warptiling.geometry.tile
+    assert capsys.readouterr().out == (
+        f"sgemm_warptiling compiles for {grade.DEFAULT_ARCH}: registers unknown, shared memory unknown, spills "
+        f"unknown. Launched as <<<grid, ({x}, {y})>>>, a {tx} x {ty} tile per block, BK = 8, WM = 64, WN = 64. "
+        "Correctness and speed are checked on the GPU worker.\n")
 
 
 def test_the_graded_cells_public_part_raises_unless_written_and_compiling(capsys, monkeypatch):
