@@ -33,8 +33,8 @@ def test_spec_lists_the_ten_kernels_in_order():
     assert list(SPEC.kernels) == ORDER
     assert [k.reference.name for k in SPEC.kernels.values()] == [f"{kid}.cu" for kid in ORDER]
     assert all(k.kind == "sgemm" and k.perf_shape == (4096, 4096, 4096) for k in SPEC.kernels.values())
-    assert SPEC.targets == "measured" and SPEC.requires_gpu
-    for kid, kernel in SPEC.kernels.items():   # each target under its reference's measured ratio, above the floor
+    assert SPEC.requires_gpu   # whether the targets are measured, and on what records: tests/tracks/test_targets.py
+    for kid, kernel in SPEC.kernels.items():
         assert 0 < kernel.floor < kernel.target < 1, kid
 
 
