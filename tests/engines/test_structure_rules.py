@@ -390,6 +390,43 @@ def test_autotune_picks_the_fastest_correct_configuration(monkeypatch, capsys):
         structure.autotune("gemm", "src", space)
 
 
+def test_autotune_records_every_configuration_in_order_and_grades_each_with_its_own_launch(monkeypatch, capsys):
+    calls = []
+
+    def grade_kernel(assignment, kernel_id, source, budget_s, **launch):
+        calls.append((assignment, kernel_id, source, budget_s, launch))
+        return graded(Status.OK, 0.5) if launch["tile"][0] // launch["block"][0] == 8 else graded(Status.TIMEOUT,
+                                                                                                    None)
+    monkeypatch.setattr(grade, "grade_kernel", grade_kernel)
+    space = {"BM": [128], "BN": [128], "BK": [8], "TM": [8], "TN": [6, 4, 8]}   # refused first, then two graded
+    best, rows = structure.autotune("gemm", "the source", space)
+    assert best == BASE and [r["config"] for r in rows] == structure.expand_space(space)
+    assert rows[0] == {"config": BASE | {"TN": 6}, "status": Status.REFUSED,
+                       "message": "TM, TN and BK must be multiples of 4 (float4 loads)"}
+    assert [c[:4] for c in calls] == [("gemm", "autotuned", "the source", 0.5)] * 2
+    assert [c[4] for c in calls] == [structure.tune_launch(BASE | {"TN": 4}), structure.tune_launch(BASE)]
+    assert capsys.readouterr().out.splitlines() == [f"{BASE | {'TN': 4}}: timeout",
+                                                    f"{BASE}: ok, 2000 GFLOP/s, 0.500 of cuBLAS"]
+    monkeypatch.setattr(grade, "grade_kernel", lambda *a, **k: graded(Status.INCORRECT, None))
+    with pytest.raises(RuntimeError) as raised:
+        structure.autotune("gemm", "src", space)
+    assert str(raised.value) == "no configuration of the space was correct"
+
+
+def test_a_space_that_is_not_the_five_keys_is_the_searchs_only_problem_with_the_assignments_rules():
+    assert structure.search_problems("gemm", "src", {"BM": [64]}, BASE) == (
+        ["the search space maps each of BM, BN, BK, TM, TN to a list of values"], [])
+
+
+def test_a_launch_is_made_of_ints():
+    launch = structure.tune_launch({"BM": 64, "BN": 128, "BK": 16, "TM": 4, "TN": 8})
+    assert [type(v) for v in (*launch["block"], *launch["tile"], launch["params"]["BK"])] == [int] * 5
+
+
+def test_a_value_of_1_is_a_positive_int_and_fails_on_the_next_rule():
+    assert structure.config_problem(BASE | {"TM": 1}, RULES) == "TM, TN and BK must be multiples of 4 (float4 loads)"
+
+
 # --- structure.toml read and checked ----------------------------------------------------------------------
 
 SPEC = """[assignment]
