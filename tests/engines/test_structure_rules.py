@@ -466,6 +466,14 @@ def structure_of(tmp_path, text: str) -> structure.Structure:
     return structure.load_structure(tmp_path / "spec.toml")
 
 
+def test_a_missing_structure_file_is_named_as_one(tmp_path):
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "spec.toml").write_text(SPEC)
+    with pytest.raises(SpecError) as raised:
+        structure.load_structure(tmp_path / "spec.toml")
+    assert str(raised.value) == f"no structure file at {tmp_path / 'structure.toml'}"
+
+
 def test_a_structure_file_is_read(tmp_path):
     found = structure_of(tmp_path, CHECK + CHECK.replace('"c"', '"d"') + AUTOTUNE)
     assert found.checks == {"c": structure.Check("c", "fixed", ("no_local",), 1.0),
