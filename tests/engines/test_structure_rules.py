@@ -474,6 +474,19 @@ def test_a_missing_structure_file_is_named_as_one(tmp_path):
     assert str(raised.value) == f"no structure file at {tmp_path / 'structure.toml'}"
 
 
+def test_a_structure_knows_its_file(tmp_path):
+    assert structure_of(tmp_path, CHECK).path == tmp_path / "structure.toml"
+
+
+def test_inspect_disassembles_unless_told_not_to(monkeypatch):
+    calls = []
+    monkeypatch.setattr(structure, "inspect_launches",
+                        lambda assignment, kernel_id, source, launches, **options: calls.append((launches, options))
+                        or [(["f"], {"x": 1})])
+    assert structure.inspect("gemm", "vectorized", "src") == (["f"], {"x": 1})
+    assert calls == [([{}], {"requirements": (), "disassemble": True})]
+
+
 def test_a_structure_file_is_read(tmp_path):
     found = structure_of(tmp_path, CHECK + CHECK.replace('"c"', '"d"') + AUTOTUNE)
     assert found.checks == {"c": structure.Check("c", "fixed", ("no_local",), 1.0),
