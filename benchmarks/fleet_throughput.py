@@ -135,9 +135,12 @@ def _run(course: Path, track: str, n_workers: int, n: int) -> dict:
             "overhead_s_per_task": round(wall / n - grading, 2) if n_workers == 1 else None}
 
 
-def _gpu() -> str:
-    return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                          capture_output=True, text=True).stdout.strip()
+def _gpu() -> dict:
+    """The workers' GPU model and driver, as the grader records them with every timing."""
+    from graders.cuda_engine.timing import driver_version
+    from graders.gpu import detect_gpu
+    info = detect_gpu()
+    return {"name": info.name if info else None, "count": info.count if info else 0, "driver": driver_version()}
 
 
 def _cpu() -> str:
