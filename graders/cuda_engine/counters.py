@@ -23,11 +23,10 @@ from graders.sandbox.run import run_child
 
 # a counter's name in specs: the ncu metrics summed for it, and what it is called in messages
 METRICS = {
+    # loads include ldmatrix's: ncu on the H200 counts them here (its per-ldmatrix metrics are n/a or unknown)
     "shared_bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
                               "shared-memory bank conflicts"),
-    "ldmatrix_bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",),
-                                "shared-memory bank conflicts of ldmatrix"),
     # work done rather than time taken, for a step whose lesson is work skipped (causal attention's masked tiles)
     "fp32_instructions": (("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
                            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
@@ -47,19 +46,33 @@ class ProfilingFailed(RuntimeError):
     """ncu gave no count: the grader's problem, not the kernel's."""
 
 
-def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
-    """Kernel name -> metric -> value from ``ncu --csv`` output (its ==PROF== lines and others skipped).
+def raw_values(text: str, metrics) -> dict[str, dict[str, str]]:
+    """Kernel name -> metric -> value as ncu wrote it, from ``ncu --csv`` output (its ==PROF== lines and others
+    skipped).
 
     Raises `ProfilingFailed` when a kernel's metric appears twice: each kernel is launched once, so a second
     row is text the kernel printed itself (device ``printf`` shares ncu's output) posing as ncu's."""
-    found: dict[str, dict[str, int]] = {}
+    found: dict[str, dict[str, str]] = {}
     for row in csv.DictReader(line for line in text.splitlines() if line.startswith('"')):
         if row.get("Metric Name") in metrics:
-            counts = found.setdefault(row["Kernel Name"], {})
-            if row["Metric Name"] in counts:
+            values = found.setdefault(row["Kernel Name"], {})
+            if row["Metric Name"] in values:
                 raise ProfilingFailed(f"ncu's output has {row['Metric Name']} of {row['Kernel Name']} twice")
-            counts[row["Metric Name"]] = int(float(row["Metric Value"].replace(",", "")))
+            values[row["Metric Name"]] = row["Metric Value"]
     return found
+
+
+def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
+    """`raw_values` as counts. Raises `ProfilingFailed` for a value that is not a number: ncu writes ``n/a`` for
+    a metric this GPU does not collect."""
+    counts: dict[str, dict[str, int]] = {}
+    for kernel, values in raw_values(text, metrics).items():
+        for name, value in values.items():
+            try:
+                counts.setdefault(kernel, {})[name] = int(float(value.replace(",", "")))
+            except ValueError:
+                raise ProfilingFailed(f"ncu gave {value!r} for {name} of {kernel}: this GPU does not count it")
+    return counts
 
 
 def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int:

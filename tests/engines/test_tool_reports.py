@@ -27,6 +27,16 @@ def test_a_metric_value_is_read_as_a_whole_count(value, count):
     assert counters.parse_csv("\n".join([HEADER, row("k", LD, value)]), (LD,)) == {"k": {LD: count}}
 
 
+@pytest.mark.parametrize("value", ["n/a", "", "(!) n/a"])
+def test_a_value_that_is_not_a_number_is_the_profilers_failure_naming_the_metric_and_kernel(value):
+    """ncu writes n/a for a metric the GPU does not collect (ldmatrix's bank conflicts on an H200)."""
+    text = "\n".join([HEADER, row("k(float*)", LD, value)])
+    assert counters.raw_values(text, (LD,)) == {"k(float*)": {LD: value}}
+    with pytest.raises(counters.ProfilingFailed) as raised:
+        counters.parse_csv(text, (LD,))
+    assert str(raised.value) == f"ncu gave {value!r} for {LD} of k(float*): this GPU does not count it"
+
+
 def test_only_quoted_lines_are_read_and_only_the_metrics_asked_for():
     text = "\n".join(["==PROF== Connected to process 7", HEADER, "printf from the kernel", row("k(float*)", LD, "3"),
                       row("k(float*)", "sm__cycles_elapsed.avg", "99"), row("other", ST, "4"),
