@@ -64,16 +64,17 @@ def new_targets(ratios: dict[str, float], fraction: float) -> dict[str, float]:
     return {kid: float(f"{fraction * ratio:.2g}") for kid, ratio in ratios.items()}
 
 
-def rewrite_spec(text: str, targets: dict[str, float], records: list[str]) -> str:
-    """The spec's text with each ``[[kernel]]`` table's target set from ``targets`` (by kernel id), and
-    ``targets = "measured"`` and ``measured_in = records`` in ``[assignment]``; every other line as it was."""
+def rewrite_spec(text: str, targets: dict[str, float], records: list[str], every_kernel: bool = True) -> str:
+    """The spec's text with each ``[[kernel]]`` table's target set from ``targets`` (by kernel id), and, when
+    ``every_kernel`` has one, ``targets = "measured"`` and ``measured_in = records`` in ``[assignment]`` (a spec
+    with a kernel left unmeasured stays as it was there); every other line as it was."""
     lines = text.splitlines(keepends=True)
     tables = [i for i, line in enumerate(lines) if _TABLE.match(line)] + [len(lines)]
     out = lines[:tables[0]]
     for start, end in zip(tables, tables[1:]):
         block = lines[start:end]
         header = block[0].strip()
-        if header == "[assignment]":
+        if header == "[assignment]" and every_kernel:
             block = _set_measured(block, records)
         elif header == "[[kernel]]":
             kid = next((m.group(1) for m in map(_ID.match, block) if m), None)
@@ -126,9 +127,11 @@ def run(spec_path: Path, records: list[Path], fraction: float, write: bool) -> i
             raise TargetsError(f"{kid}: the new target {targets[kid]:g} is not above its floor {kernel.floor:g}")
     if write:
         named = [_repo_relative(Path(p)) for p in records]
-        spec.path.write_text(rewrite_spec(spec.path.read_text(), targets, named))
+        unmeasured = [kid for kid in spec.kernels if kid not in targets]
+        spec.path.write_text(rewrite_spec(spec.path.read_text(), targets, named, every_kernel=not unmeasured))
         load_spec(spec.path)   # the edited spec still reads
-        print(f"wrote {spec.path}")
+        print(f"wrote {spec.path}" + (f"; its targets stay {spec.targets}: not measured {', '.join(unmeasured)}"
+                                      if unmeasured else ""))
     else:
         print("(nothing written: --write sets them in the spec)")
     return 0

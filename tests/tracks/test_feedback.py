@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 from nbconvert import HTMLExporter
 from nbformat.v4 import new_code_cell, new_notebook
-from timed_results import graded_cell, timed
+from timed_results import SPEC, graded_cell, timed
 
 from gradebook.feedback import PerformanceFeedback
 from graders.autograde import RESULTS_KEY
@@ -28,7 +28,9 @@ def test_each_timed_kernel_gets_its_numbers_and_the_ladder_a_chart():
     assert len(tables) == 3
     padded = tables[1]["data"]["text/html"]
     assert "0.1513 ms" in padded and "3,545 GB/s" in padded and "ratio" in padded and "NVIDIA H200" in padded
-    assert "0.846 (no speed points at 0.5, full at 0.8)" in padded and "4,814 GB/s" in padded
+    curve = SPEC.kernel("padded")
+    assert f"0.846 (no speed points at {curve.floor:g}, full at {curve.target:g})" in padded
+    assert "4,814 GB/s" in padded
     charts = [o for o in nb.cells[-1].outputs if "image/png" in o.get("data", {})]
     assert len(charts) == 1 and body.count('src="data:image/png;base64,') == 1
     assert body.count("workshop-timing") == 3 and "3,545 GB/s" in body
