@@ -12,6 +12,9 @@
 #                                              # redis-server from Debian's .debs carried in .debs (below), the
 #                                              # course's SQLite gradebook; .whl built with the fleet's packages:
 #                                              # ../shared/device/wheels.sh "celery[redis]==5.7.0" redis==8.1.0 rich==15.0.0
+#   bash benchmarks/gpu_trusted.sh grading TRACK   # tests/gpu/test_TRACK_gpu.py: every reference and known-wrong
+#                                              # solution through grade_kernel, the track's table and record
+#                                              # (tensorcores and attention each take about 6-7 minutes)
 #   bash benchmarks/gpu_trusted.sh TRACK       # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
 #                                              # reference, stub, every known-wrong solution (transpose also: a
 #                                              # correct-but-slow submission and the score/timer forger)
@@ -71,6 +74,9 @@ case "${1:-cases}" in
     echo "[gpu_trusted] fleet puzzles sim: $(grep -c '^| [12] ' "$OUT/fleet-throughput-puzzles-sim.log") runs"
     cp benchmarks/results/fleet-throughput-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
     exit $rc ;;
+  grading)
+    [ -f "tests/gpu/test_${2:-}_gpu.py" ] || { echo "usage: $0 grading TRACK (tests/gpu/test_TRACK_gpu.py)" >&2; exit 2; }
+    run "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" ;;
   transpose)
     run transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py tests/gpu/test_transpose_nbgrader_gpu.py \
       -k transpose ;;

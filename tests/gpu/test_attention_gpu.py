@@ -66,8 +66,10 @@ def references() -> dict[str, dict]:
             rows[causal]["time_over_unmasked"] = rows[causal]["kernel_ms"] / rows[unmasked]["kernel_ms"]
             print(f"{causal} / {unmasked} time: {rows[causal]['time_over_unmasked']:.3f} (the issue's goal for the "
                   "tensor-core pair: at most 0.6)")
+    # "kernels" with the track's measuring code: a record `workshop targets attention RECORD` reads
     write_gpu_record("attention-gpu", "the attention track's references graded on the GPU (grade_kernel)",
-                     {"budget_s_per_grading": BUDGET_S, "environment": environment, "references": rows})
+                     {"budget_s_per_grading": BUDGET_S, "environment": environment, "kernels": rows},
+                     track="attention")
     return rows
 
 

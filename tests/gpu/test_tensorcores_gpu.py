@@ -86,7 +86,7 @@ def rows() -> dict:
     fields = {"environment": environment, "targets_in_spec": SPEC.targets, "graded_shape": shape,
               "sizes": {shape: records.gemm_size_entry(found)}}
     path = records.write_gpu_record("tensorcores", "the tensor-core worklog's references graded at the spec's "
-                                    "shape", fields)
+                                    "shape", fields, track="tensorcores")
     chart = plot(json.loads(path.read_text()), path.with_suffix(".png"), title="The tensor-core worklog",
                  panel="bf16 GEMM (fp16, TF32, fp8: the menu), fp32 accumulate",
                  baseline="cuBLAS in each step's format (fp32 out)")
