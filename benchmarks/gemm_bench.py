@@ -2,6 +2,7 @@
 
     python -m benchmarks.gemm_bench [--sizes 4096 2048x1024x512 ...] [--budget-s 2] [--out DIR]
                                     [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
+    python -m benchmarks.gemm_bench --track tensorcores --sizes 4096 8192 --timing-only
     python -m benchmarks.gemm_bench --profile warptiling variant0 cublas    # ncu's sections, as text
 
 (from the repository root). Grades every reference kernel (each in its own child, exactly as a submission
@@ -13,8 +14,11 @@ ratio), plus the worklog chart next to it (``.png``): the record of `workshop.re
 ``workshop targets gemm RECORD.json`` sets the spec's targets.
 
 The spec grades at its ``perf_shape`` (4096^3); another size is measured through the same grader with a
-copy of the spec whose ``perf_shape`` is that size. ``--merge`` adds the sizes (and ncu counts) measured
-here to a JSON written earlier (by ``tests/gpu/test_gemm_gpu.py``) and rewrites it and its chart.
+copy of the spec whose ``perf_shape`` is that size. ``--track tensorcores`` does the same for the tensor-core
+worklog (its record ``tensorcores-<date>.json``); ``--timing-only`` grades without compute-sanitizer and the
+counter rules, which the track's GPU tests check, so that large sizes take minutes, not tens of them.
+``--merge`` adds the sizes (and ncu counts) measured here to a JSON written earlier (by
+``tests/gpu/test_gemm_gpu.py``) and rewrites it and its chart.
 ``--variants`` grades the warp-tiling reference at other launches (WARPTILING_VARIANTS); ``--profile``
 prints Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for references,
 variants and cuBLAS's own kernel at 4096^3.
@@ -64,25 +68,27 @@ WARPTILING_VARIANTS = [
 ]
 
 
-def spec_for_size(shape, folder: Path, free_warptiling: bool = False) -> Path:
-    """A copy of the GEMM spec whose perf_shape is ``shape`` (kernel references made absolute); with
-    ``free_warptiling`` the warp-tiling kernel's block, tile and params may be set when grading."""
-    spec = load_spec("gemm")
+def spec_for_size(shape, folder: Path, free_warptiling: bool = False, track: str = "gemm") -> Path:
+    """A copy of ``track``'s spec whose perf_shape is ``shape`` (kernel references made absolute); with
+    ``free_warptiling`` the GEMM warp-tiling kernel's block, tile and params may be set when grading."""
+    spec = load_spec(track)
     text = spec.path.read_text()
     text, n = re.subn(r"^perf_shape = \[.*\]$", f"perf_shape = [{', '.join(map(str, shape))}]", text, flags=re.M)
     if n != 1:
-        raise RuntimeError("could not find the [assignment] perf_shape line in the GEMM spec")
+        raise RuntimeError(f"could not find the [assignment] perf_shape line in the {track} spec")
     if free_warptiling:   # and checked at multiples of 256 x 256 x 32, so that 256-row or -column tiles fit
         head, sep, tail = text.partition('id = "warptiling"')
-        tail, n = re.subn(r'^(function = "sgemm_warptiling")$', r"\1\nstudent_geometry = true", tail, count=1, flags=re.M)
-        tail, m = re.subn(r"^check_shapes = .*$", "check_shapes = [[1024, 1024, 1024], [256, 512, 96], [512, 256, 1056]]",
-                          tail, count=1, flags=re.M)
+        tail, n = re.subn(r'^(function = "sgemm_warptiling")$', r"\1\nstudent_geometry = true", tail, count=1,
+                          flags=re.M)
+        tail, m = re.subn(r"^check_shapes = .*$",
+                          "check_shapes = [[1024, 1024, 1024], [256, 512, 96], [512, 256, 1056]]", tail, count=1,
+                          flags=re.M)
         if not sep or n != 1 or m != 1:
             raise RuntimeError("could not find the warp-tiling kernel's function and check_shapes in the GEMM spec")
         text = head + sep + tail
     text = re.sub(r'^reference = "(.*)"$', lambda m: f'reference = "{(spec.path.parent / m.group(1)).resolve()}"',
                   text, flags=re.M)
-    path = folder / f"gemm-{label(shape)}{'-free' if free_warptiling else ''}.toml"
+    path = folder / f"{track}-{label(shape)}{'-free' if free_warptiling else ''}.toml"
     path.write_text(text)
     return path
 
@@ -102,14 +108,17 @@ def grade_variants(shape, folder: Path, budget_s: float, log=print) -> list[dict
     return found
 
 
-def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, log=print) -> tuple[dict, dict]:
-    """(rows by kernel id, environment) grading each reference of the spec at its perf_shape."""
+def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, log=print,
+                     timing_only: bool = False) -> tuple[dict, dict]:
+    """(rows by kernel id, environment) grading each reference of the spec at its perf_shape (with
+    ``timing_only``, without compute-sanitizer and counter rules)."""
     spec = load_spec(spec_file)
     rows, environment = {}, None
     for kid, kernel in spec.kernels.items():
         if kernel_ids and kid not in kernel_ids:
             continue
-        result = grade_kernel(spec_file, kid, kernel.reference.read_text(), budget_s=budget_s).as_dict()
+        result = grade_kernel(spec_file, kid, kernel.reference.read_text(), budget_s=budget_s,
+                              sanitize=not timing_only, profile=not timing_only).as_dict()
         rows[kid] = gemm_row(result)
         environment = environment or result.get("environment")
         r = rows[kid]
@@ -169,6 +178,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="*", type=parse_size, default=[(4096,) * 3, (2048,) * 3],
                         help="sizes to grade every reference at (none: only --variants)")
+    parser.add_argument("--track", choices=["gemm", "tensorcores"], default="gemm")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="no compute-sanitizer, no counter rules (the track's GPU tests check them)")
     parser.add_argument("--budget-s", type=float, default=2.0, help="timing budget per kernel and size")
     parser.add_argument("--out", type=Path, help="also write the JSON and chart here")
     parser.add_argument("--merge", type=Path, help="add to this JSON (from the GPU tests) instead of a new one")
@@ -186,6 +198,8 @@ def main() -> int:
     if args.ncu_launch:
         ncu_launch(args.ncu_launch, args.ncu_shape)
         return 0
+    if args.track != "gemm" and (args.variants or args.ncu_only or args.profile):
+        parser.error("--variants, --ncu-only and --profile are the GEMM worklog's")
     if detect_gpu() is None:
         print("gemm_bench: no CUDA GPU here; run it on a GPU worker")
         return 3
@@ -200,8 +214,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gemm-bench-") as tmp:
         for shape in args.sizes:
             print(f"size {label(shape)}:")
-            rows, environment = grade_references(spec_for_size(shape, Path(tmp)), args.budget_s)
-            record = record or new_gemm_record(environment)
+            rows, environment = grade_references(spec_for_size(shape, Path(tmp), track=args.track), args.budget_s,
+                                                 timing_only=args.timing_only)
+            record = record or new_gemm_record(environment, args.track)
             record["sizes"][label(shape)] = gemm_size_entry(rows)
             ok &= all(r["status"] == "ok" for r in rows.values())
         if args.variants:
@@ -209,7 +224,7 @@ def main() -> int:
             print(f"warp-tiling variants at {label(shape)}:")
             record = record or new_gemm_record(None)
             record["warptiling_variants"] = grade_variants(shape, Path(tmp), args.budget_s)
-    if not args.no_ncu:
+    if not args.no_ncu and args.track == "gemm":
         record["ncu"] = ncu.gemm_bank_conflicts()
     path = write_gemm_record(record, args.out, args.merge.name if args.merge else None)
     print(gemm_table(record))

@@ -151,15 +151,26 @@ def gemm_size_entry(rows: dict[str, dict]) -> dict:
     return {"cublas_gflops": sorted(cublas)[len(cublas) // 2] if cublas else None, "kernels": rows}
 
 
-def new_gemm_record(environment: dict | None) -> dict:
-    """An empty GEMM worklog record (``sizes`` to fill) for the GPU ``environment`` a grading reported."""
+# the GEMM worklogs (tracks graded as a ratio to cuBLAS at sizes): the warp-tiling step's goal as a fraction
+# of cuBLAS, and how their chart names them (`graders.cuda_engine.worklog_chart.plot`)
+WORKLOGS = {
+    "gemm": {"goal": 0.937, "chart": {"title": "The GEMM worklog", "panel": "SGEMM fp32",
+                                      "baseline": "cuBLAS (TF32 off)"}},
+    "tensorcores": {"goal": 0.5, "chart": {"title": "The tensor-core worklog",
+                                           "panel": "bf16 GEMM (fp16, TF32, fp8: the menu), fp32 accumulate",
+                                           "baseline": "cuBLAS in each step's format (fp32 out)"}},
+}
+
+
+def new_gemm_record(environment: dict | None, track: str = "gemm") -> dict:
+    """An empty record of a GEMM worklog (``sizes`` to fill) for the GPU ``environment`` a grading reported."""
     from graders.cuda_engine.spec import load_spec
     from graders.gpu import detect_gpu
-    spec = load_spec("gemm")
+    spec = load_spec(track)
     gpu = detect_gpu()
     return {"gpu": (environment or {}).get("gpu") or (gpu.name if gpu else None),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "environment": environment, "grading_code": grading_code(),
-            "track": "gemm", "measurement_code": measurement_code("gemm"),
+            "track": track, "measurement_code": measurement_code(track),
             "targets_in_spec": spec.targets, "graded_shape": label(next(iter(spec.kernels.values())).perf_shape),
             "sizes": {}}
 
@@ -167,7 +178,8 @@ def new_gemm_record(environment: dict | None) -> dict:
 def write_gemm_record(record: dict, out: Path | None, name: str | None = None) -> Path:
     """Write the record and its chart to benchmarks/results (and ``out``); returns the JSON's path there."""
     from graders.cuda_engine.worklog_chart import plot
-    name = name or f"gemm-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    track = record.get("track", "gemm")
+    name = name or f"{track}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     for folder in dict.fromkeys([RESULTS, out]):
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
@@ -175,22 +187,20 @@ def write_gemm_record(record: dict, out: Path | None, name: str | None = None) -
             if not record["sizes"]:
                 continue
             try:
-                plot(record, (folder / name).with_suffix(".png"))
+                plot(record, (folder / name).with_suffix(".png"), **WORKLOGS[track]["chart"])
             except Exception as exc:  # the numbers matter more than the picture
                 print(f"chart not drawn: {exc}")
     return RESULTS / name
 
 
-WARPTILING_GOAL = 0.937   # the GEMM worklog's warp-tiling kernel: 93.7% of cuBLAS
-
-
-def warptiling_goal_line(size: str, rows: dict) -> str | None:
-    """Whether warp tiling reached the worklog's goal at one size (a benchmark's verdict, not a test's)."""
+def warptiling_goal_line(size: str, rows: dict, track: str = "gemm") -> str | None:
+    """Whether warp tiling reached its worklog's goal at one size (a benchmark's verdict, not a test's)."""
     ratio = rows.get("warptiling", {}).get("ratio")
     if ratio is None:
         return None
-    verdict = "met" if ratio >= WARPTILING_GOAL else "not met"
-    return f"  warp tiling at {size}: {100 * ratio:.1f}% of cuBLAS; the worklog's goal {100 * WARPTILING_GOAL:.1f}%: {verdict}"
+    goal = WORKLOGS[track]["goal"]
+    verdict = "met" if ratio >= goal else "not met"
+    return f"  warp tiling at {size}: {100 * ratio:.1f}% of cuBLAS; the worklog's goal {100 * goal:.1f}%: {verdict}"
 
 
 def gemm_table(record: dict) -> str:
@@ -207,7 +217,7 @@ def gemm_table(record: dict) -> str:
                              f"{r['suggested_target']:>7.3f}")
             else:
                 lines.append(f"  {kid:<13}{r['status']:<10}  {r['message'][:70]}")
-        goal = warptiling_goal_line(size, entry["kernels"])
+        goal = warptiling_goal_line(size, entry["kernels"], record.get("track", "gemm"))
         if goal:
             lines.append(goal)
     for v in record.get("warptiling_variants", []):

@@ -87,9 +87,7 @@ def rows() -> dict:
               "sizes": {shape: records.gemm_size_entry(found)}}
     path = records.write_gpu_record("tensorcores", "the tensor-core worklog's references graded at the spec's "
                                     "shape", fields, track="tensorcores")
-    chart = plot(json.loads(path.read_text()), path.with_suffix(".png"), title="The tensor-core worklog",
-                 panel="bf16 GEMM (fp16, TF32, fp8: the menu), fp32 accumulate",
-                 baseline="cuBLAS in each step's format (fp32 out)")
+    chart = plot(json.loads(path.read_text()), path.with_suffix(".png"), **records.WORKLOGS["tensorcores"]["chart"])
     if os.environ.get("OUT"):
         shutil.copy(chart, os.environ["OUT"])
     print(f"\n{shape}, bf16 in (fp16, fp32 as TF32, e4m3 in the menu's steps), fp32 accumulate and out\n" + table(found)

@@ -6,18 +6,30 @@ import json
 import re
 import shutil
 
+import pytest
+
 from graders import tracks
 from graders.cuda_engine.spec import load_spec
 from graders.settings import RESULTS, ROOT
-from workshop.records import WARPTILING_GOAL, grading_code, measurement_code, warptiling_goal_line
+from workshop.records import WORKLOGS, grading_code, measurement_code, new_gemm_record, warptiling_goal_line
 
 
-def test_goal_verdict_at_and_around_the_goal():
-    line = warptiling_goal_line("4096x4096x4096", {"warptiling": {"ratio": WARPTILING_GOAL}})
-    assert line.endswith(": met") and "93.7% of cuBLAS" in line
-    below = warptiling_goal_line("4096x4096x4096", {"warptiling": {"ratio": WARPTILING_GOAL - 0.001}})
+@pytest.mark.parametrize("track, goal", [("gemm", "93.7%"), ("tensorcores", "50.0%")])
+def test_goal_verdict_at_and_around_each_worklogs_goal(track, goal):
+    at = WORKLOGS[track]["goal"]
+    line = warptiling_goal_line("4096x4096x4096", {"warptiling": {"ratio": at}}, track)
+    assert line == f"  warp tiling at 4096x4096x4096: {goal} of cuBLAS; the worklog's goal {goal}: met"
+    below = warptiling_goal_line("4096x4096x4096", {"warptiling": {"ratio": at - 0.001}}, track)
     assert below.endswith(": not met")
-    assert warptiling_goal_line("4096x4096x4096", {"naive": {"ratio": 0.1}}) is None
+    assert warptiling_goal_line("4096x4096x4096", {"naive": {"ratio": 0.1}}, track) is None
+    assert warptiling_goal_line("4096x4096x4096", {"warptiling": {"ratio": 0.937}}).endswith(": met")   # gemm's
+
+
+def test_a_worklog_record_names_its_track_and_that_tracks_measuring_code():
+    for track in WORKLOGS:
+        record = new_gemm_record(None, track)
+        assert record["track"] == track and record["measurement_code"] == measurement_code(track)
+        assert record["targets_in_spec"] == load_spec(track).targets and record["sizes"] == {}
 
 
 def test_grading_code_hash_follows_the_grading_files(tmp_path):

@@ -1,0 +1,23 @@
+"""The GEMM worklogs' benchmark at other sizes (`benchmarks.gemm_bench.spec_for_size`): a copy of a track's spec
+that differs only in its perf_shape, grading the same references."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.gemm_bench import spec_for_size
+from graders.cuda_engine.spec import load_spec
+
+
+@pytest.mark.parametrize("track", ["gemm", "tensorcores"])
+def test_a_size_copy_of_the_spec_changes_only_the_perf_shape(track, tmp_path):
+    original = load_spec(track)
+    path = spec_for_size((8192, 8192, 8192), tmp_path, track=track)
+    assert path.name == f"{track}-8192x8192x8192.toml"
+    copy = load_spec(path)
+    assert list(copy.kernels) == list(original.kernels)
+    for kid, kernel in copy.kernels.items():
+        assert kernel.perf_shape == (8192, 8192, 8192)
+        assert kernel.reference.read_text() == original.kernel(kid).reference.read_text()
+        assert (kernel.kind, kernel.function, kernel.target, kernel.floor, kernel.check_shapes) == (
+            original.kernel(kid).kind, original.kernel(kid).function, original.kernel(kid).target,
+            original.kernel(kid).floor, original.kernel(kid).check_shapes)
