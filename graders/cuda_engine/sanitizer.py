@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 from graders.cuda_engine.problems import Shape, problem
 from graders.cuda_engine.sass import find_tool
@@ -91,11 +92,15 @@ def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_n
 
 def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[str, str],
              tools=TOOLS) -> dict:
-    """Run the kernel of ``request`` (the grading child's request) once under each tool at `sanitize_shape`.
+    """Run the kernel of ``request`` (the grading child's request) once under each tool at `sanitize_shape`, the
+    tools' children side by side (nothing is timed after the grading child).
 
-    ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding or ''}``. Raises
-    `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
+    ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding (in ``tools``' order) or ''}``.
+    Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
     tool_binary()
     shape = sanitize_shape(kernel, geometry)
-    found = {tool: run_tool(tool, CHILD, request | {"shape": list(shape)}, env, kernel.function) for tool in tools}
+    launch = request | {"shape": list(shape)}
+    with ThreadPoolExecutor(max_workers=max(len(tools), 1)) as pool:
+        runs = [pool.submit(run_tool, tool, CHILD, launch, env, kernel.function) for tool in tools]
+        found = {tool: run.result() for tool, run in zip(tools, runs)}
     return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), "")}

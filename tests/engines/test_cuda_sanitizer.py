@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
+import time
 import types
 from pathlib import Path
 
@@ -106,7 +108,7 @@ def test_each_tool_runs_the_kernel_once_under_compute_sanitizer(monkeypatch, pad
                            stdout=RACECHECK if "racecheck" in options["wrapper"] else CLEAN)
     monkeypatch.setattr(sanitizer, "run_child", child)
     checked = sanitizer.sanitize({"kernel_id": "padded"}, kernel, geometry, {})
-    assert [r[2][:3] for r in runs] == [(str(tool_binary), "--tool", t) for t in sanitizer.TOOLS]
+    assert sorted(r[2][:3] for r in runs) == sorted((str(tool_binary), "--tool", t) for t in sanitizer.TOOLS)
     assert all(r[0] == sanitizer.CHILD and r[1] == [33, 65] and r[3] for r in runs)
     watched = {r[2][2]: r[2][3:] for r in runs}
     assert watched["memcheck"][:2] == watched["racecheck"][:2] == ("--kernel-name", "kns=transpose_padded")
@@ -236,13 +238,17 @@ def tool(monkeypatch, tmp_path):
     binary = tmp_path / "compute-sanitizer"
     binary.write_text("")
     monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(binary))
-    runs, answers = [], []
+    runs, answers, by_tool, lock = [], [], {}, threading.Lock()
 
-    def child(handler, request, **options):
-        runs.append({"handler": handler, "request": request, **options})
-        return answers.pop(0) if answers else ChildResult("ok", answer={}, stdout=CLEAN)
+    def child(handler, request, **options):   # the tools' children run side by side: answer by tool if told
+        with lock:
+            runs.append({"handler": handler, "request": request, **options})
+            name = options["wrapper"][2]
+            if name in by_tool:
+                return by_tool[name]
+            return answers.pop(0) if answers else ChildResult("ok", answer={}, stdout=CLEAN)
     monkeypatch.setattr(sanitizer, "run_child", child)
-    return types.SimpleNamespace(binary=binary, runs=runs, answers=answers)
+    return types.SimpleNamespace(binary=binary, runs=runs, answers=answers, by_tool=by_tool)
 
 
 def test_the_tools_whole_command_line_limit_and_environment(tool):
@@ -279,13 +285,14 @@ def test_a_child_that_answers_an_error_under_the_tool_is_the_graders_failure(too
     assert str(info.value) == "compute-sanitizer --tool racecheck did not finish (crashed: ) "
 
 
-def test_sanitize_runs_the_tools_asked_for_in_order_and_reports_the_first_finding(tool, padded):
+def test_sanitize_runs_the_tools_asked_for_and_reports_the_first_finding_in_their_order(tool, padded):
     kernel, geometry = padded
-    tool.answers += [ChildResult("ok", stdout=CLEAN), ChildResult("ok", stdout=INITCHECK),
-                     ChildResult("ok", stdout=MEMCHECK)]
+    tool.by_tool.update(racecheck=ChildResult("ok", stdout=CLEAN), initcheck=ChildResult("ok", stdout=INITCHECK),
+                        memcheck=ChildResult("ok", stdout=MEMCHECK))
     checked = sanitizer.sanitize({"seed": 5, "shape": [1, 1]}, kernel, geometry, {}, ("racecheck", "initcheck",
                                                                                        "memcheck"))
-    assert [run["wrapper"][2] for run in tool.runs] == ["racecheck", "initcheck", "memcheck"]
+    assert sorted(run["wrapper"][2] for run in tool.runs) == ["initcheck", "memcheck", "racecheck"]
+    assert list(checked["tools"]) == ["racecheck", "initcheck", "memcheck"]
     assert all(run["request"] == {"seed": 5, "shape": [33, 65]} and run["handler"] == sanitizer.CHILD
                for run in tool.runs)
     assert checked == {"shape": [33, 65], "tools": {"racecheck": "", "initcheck": sanitizer.findings(
@@ -321,3 +328,26 @@ def test_compute_sanitizer_is_found_on_path_by_its_own_name(monkeypatch, tmp_pat
     binary.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert sanitizer.tool_binary() == binary
+
+
+def test_the_tools_children_run_side_by_side_and_the_first_finding_is_in_the_tools_order(monkeypatch, padded,
+                                                                                          tmp_path):
+    """Each child waits until all three have started (sequential runs would break the barrier), and the one
+    asked for first finishes last: its finding is still the failure."""
+    kernel, geometry = padded
+    (tmp_path / "compute-sanitizer").write_text("")
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(tmp_path / "compute-sanitizer"))
+    started = threading.Barrier(3, timeout=10)
+    reports = {"memcheck": MEMCHECK, "racecheck": CLEAN, "initcheck": INITCHECK}
+
+    def child(handler, request, **options):
+        name = options["wrapper"][2]
+        started.wait()
+        if name == "memcheck":
+            time.sleep(0.3)
+        return ChildResult("ok", answer={}, stdout=reports[name])
+    monkeypatch.setattr(sanitizer, "run_child", child)
+    checked = sanitizer.sanitize({}, kernel, geometry, {})
+    assert list(checked["tools"]) == list(sanitizer.TOOLS) == ["memcheck", "racecheck", "initcheck"]
+    assert checked["failure"] == sanitizer.findings("memcheck", MEMCHECK)
+    assert checked["tools"]["initcheck"] == sanitizer.findings("initcheck", INITCHECK)
