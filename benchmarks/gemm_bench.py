@@ -3,6 +3,7 @@
     python -m benchmarks.gemm_bench [--sizes 4096 2048x1024x512 ...] [--budget-s 2] [--out DIR]
                                     [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
     python -m benchmarks.gemm_bench --track tensorcores --sizes 4096 8192 --timing-only
+    python -m benchmarks.gemm_bench --track tensorcores --profile warptiling cublas
     python -m benchmarks.gemm_bench --profile warptiling variant0 cublas    # ncu's sections, as text
 
 (from the repository root). Grades every reference kernel (each in its own child, exactly as a submission
@@ -130,15 +131,23 @@ def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, lo
 
 # --- ncu ----------------------------------------------------------------------------------------------
 
-def ncu_launch(subjects: list[str], shape) -> None:
-    """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id (its reference at the
-    spec's launch), ``variant<i>`` (the warp-tiling reference at WARPTILING_VARIANTS[i]) or ``cublas``."""
+def ncu_launch(subjects: list[str], shape, track: str = "gemm") -> None:
+    """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id of ``track`` (its
+    reference at the spec's launch), ``variant<i>`` (the GEMM warp-tiling reference at WARPTILING_VARIANTS[i])
+    or ``cublas`` (the GEMM worklog's SGEMM, TF32 off; the tensor-core worklog's baseline of its warp-tiling
+    step's format)."""
     import torch
 
+    from graders.cuda_engine.problems import problem
     from graders.cuda_engine.spec import resolve_geometry
-    spec = load_spec("gemm")
+    spec = load_spec(track)
     for subject in subjects:
-        if subject == "cublas":
+        if subject == "cublas" and track != "gemm":
+            definition = problem(spec.kernel("warptiling").kind)
+            inputs = definition.make_inputs(shape, torch.Generator(device="cuda").manual_seed(1))
+            definition.baseline(torch.empty(shape[0], shape[1], device="cuda"), inputs)
+            torch.cuda.synchronize()
+        elif subject == "cublas":
             torch.backends.cuda.matmul.allow_tf32 = False
             a, b = torch.randn(shape[0], shape[2], device="cuda"), torch.randn(shape[2], shape[1], device="cuda")
             torch.matmul(a, b)
@@ -152,18 +161,18 @@ def ncu_launch(subjects: list[str], shape) -> None:
             ncu.launch_kernel(spec.kernel(subject), spec.kernel(subject).geometry, shape)
 
 
-def ncu_profile(subjects: list[str], timeout_s: float = 240) -> str:
+def ncu_profile(subjects: list[str], track: str = "gemm", timeout_s: float = 240) -> str:
     """Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for ``subjects``
     (see `ncu_launch`) at PROFILE_SHAPE, as ncu prints them. Every kernel whose name looks like a GEMM's is
-    profiled (ours are sgemm_*; cuBLAS's name its tile, e.g. sm90_xmma_gemm_* or *_sgemm_*)."""
+    profiled (ours are sgemm_* and tc_*; cuBLAS's name their tile, e.g. sm90_xmma_gemm_*, *_sgemm_*, nvjet_*)."""
     ncu_binary = sass.find_tool("ncu")
     if not ncu_binary:
         return "ncu not found on this machine"
     sections = ("SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "SchedulerStats",
                 "WarpStateStats")
     cmd = [str(ncu_binary), "--clock-control", "none", *(a for s in sections for a in ("--section", s)),
-           "-k", "regex:gemm|xmma|cutlass|sm90",
-           sys.executable, "-m", "benchmarks.gemm_bench", "--ncu-launch", *subjects,
+           "-k", "regex:gemm|xmma|cutlass|sm90|nvjet|^tc_",
+           sys.executable, "-m", "benchmarks.gemm_bench", "--track", track, "--ncu-launch", *subjects,
            "--ncu-shape", label(PROFILE_SHAPE)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
@@ -196,10 +205,11 @@ def main() -> int:
     parser.add_argument("--ncu-shape", type=parse_size, default=PROFILE_SHAPE, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ncu_launch:
-        ncu_launch(args.ncu_launch, args.ncu_shape)
+        ncu_launch(args.ncu_launch, args.ncu_shape, args.track)
         return 0
-    if args.track != "gemm" and (args.variants or args.ncu_only or args.profile):
-        parser.error("--variants, --ncu-only and --profile are the GEMM worklog's")
+    if args.track != "gemm" and (args.variants or args.ncu_only or any(p.startswith("variant")
+                                                                      for p in args.profile or ())):
+        parser.error("--variants, --ncu-only and --profile's variants are the GEMM worklog's")
     if detect_gpu() is None:
         print("gemm_bench: no CUDA GPU here; run it on a GPU worker")
         return 3
@@ -207,7 +217,7 @@ def main() -> int:
         print(json.dumps(ncu.gemm_bank_conflicts(), indent=2))
         return 0
     if args.profile:
-        print(ncu_profile(args.profile))
+        print(ncu_profile(args.profile, args.track))
         return 0
     record = json.loads(args.merge.read_text()) if args.merge and args.merge.exists() else None
     ok = True
