@@ -1,24 +1,24 @@
 """The attention track's references run correctly, and its known-wrong kernels fail, on a CPU emulation of
-CUDA (tests/tracks/cuda_emu: a block is BLOCK_X * BLOCK_Y std::threads, warps of 32 meet at barriers of
-their own for shuffles). Each kernel is compiled with g++ into tests/tracks/cuda_emu/attention_driver.cpp
-and launched once per check on buffers written to files; everything else is the grader's own
-(`graders.cuda_engine.child.Bench.check`: fenced inputs, the NaN-poisoned output between canary guards, the
-problem's checker). Small shapes and, for the softmax and decode kernels, smaller blocks than the spec's
-(threads are OS threads here); the flash kernels run at the spec's geometry. Indexing, tile edges, masks,
-the online rescaling and synchronization are checked, not speed or the GPU's memory model. The tensor-core
-kernel's inline PTX (its wrappers of ldmatrix, mma.sync, cp.async, cvt and ex2) is replaced by the header's
-element-by-element emulation of the same instructions (`without_inline_ptx`).
+CUDA (tests/tracks/cuda_emu: a block is BLOCK_X * BLOCK_Y std::threads, warps of 32 meet at barriers of their
+own for shuffles). Each kernel is compiled with g++ (tests/tracks/emu_build.py), linked with
+tests/tracks/cuda_emu/attention_driver.cpp and launched once per check on buffers written to files; everything
+else is the grader's own (`graders.cuda_engine.child.Bench.check`: fenced inputs, the NaN-poisoned output
+between canary guards, the problem's checker). Small shapes and, for the softmax and decode kernels, smaller
+blocks than the spec's (threads are OS threads here); the flash kernels run at the spec's geometry. Indexing,
+tile edges, masks, the online rescaling and synchronization are checked, not speed or the GPU's memory model.
+The tensor-core kernel's inline PTX (its wrappers of ldmatrix, mma.sync, cp.async, cvt and ex2) is replaced by
+the header's element-by-element emulation of the same instructions (`without_inline_ptx`).
 """
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from emu_build import CXX, EMU, EmuBuilder
 
 from graders import tracks
 from graders.cuda_engine.child import Bench
@@ -27,10 +27,8 @@ from graders.cuda_engine.spec import Geometry, load_spec, make_geometry
 from graders.result import Status
 
 ROOT = Path(__file__).resolve().parents[2]
-EMU = ROOT / "tests/tracks/cuda_emu"
 SPEC = load_spec("attention")
 WRONG = ROOT / "tracks/attention/solutions/wrong"
-CXX = shutil.which("g++")
 DRIVER_KIND = {"row_softmax": "SOFTMAX", "attention_forward": "FORWARD", "attention_forward_causal": "FORWARD",
                "attention_forward_tc": "FORWARD", "attention_forward_causal_tc": "FORWARD",
                "attention_decode": "DECODE"}
@@ -107,28 +105,24 @@ def without_inline_ptx(source: str) -> str:
     return "".join(keep) + source[start:]
 
 
-def build(source: Path, function: str, kind: str, geometry: Geometry, tmp: Path) -> Path:
-    exe = tmp / f"{source.stem}-{function}"
-    emulated = tmp / f"{source.stem}-{function}.cu"
+def build(builder: EmuBuilder, source: Path, function: str, kind: str, geometry: Geometry) -> Path:
+    emulated = builder.folder / f"{source.stem}-{function}.cu"
     emulated.write_text(without_inline_ptx(source.read_text()))
-    flags = [f"-D{k}={v}" for k, v in geometry.defines().items()]
-    subprocess.run([CXX, "-std=c++20", "-O1", "-fno-strict-aliasing", "-w", "-pthread", "-mcmodel=medium", "-include",
-                    str(EMU / "cuda_emu.h"), f"-DKERNEL={function}", f"-DKIND_{DRIVER_KIND[kind]}", *flags,
-                    "-x", "c++", str(emulated), "-x", "c++", str(EMU / "attention_driver.cpp"), "-o", str(exe)],
-                   check=True, timeout=300)
-    return exe
+    return builder.executable(emulated, function, geometry.defines(), EMU / "attention_driver.cpp",
+                              {f"KIND_{DRIVER_KIND[kind]}": 1})
 
 
 @pytest.fixture(scope="module")
 def executables(tmp_path_factory) -> dict[str, tuple[Path, str, Geometry]]:
     """Every reference and known-wrong kernel, built in parallel, with its kind and emulated geometry."""
-    tmp = tmp_path_factory.mktemp("attention-emu")
+    builder = EmuBuilder(tmp_path_factory.mktemp("attention-emu"), ["-std=c++20", "-O1", "-fno-strict-aliasing",
+                                                                   "-mcmodel=medium"], [EMU / "cuda_emu.h"])
     jobs = {kid: (k.reference, k.function, k.kind, geometry_for(k.kind, k.geometry)) for kid, k in SPEC.kernels.items()}
     for name in WRONG_CASES:
         kernel = SPEC.kernel(tracks.graded_kernel(WRONG / f"{name}.cu"))
         jobs[name] = (WRONG / f"{name}.cu", kernel.function, kernel.kind, geometry_for(kernel.kind, kernel.geometry))
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = {key: pool.submit(build, *job, tmp) for key, job in jobs.items()}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {key: pool.submit(build, builder, *job) for key, job in jobs.items()}
         return {key: (f.result(), jobs[key][2], jobs[key][3]) for key, f in futures.items()}
 
 

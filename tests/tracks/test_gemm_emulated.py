@@ -1,22 +1,22 @@
 """The GEMM references run correctly, and the known-wrong kernels fail, on a CPU emulation of CUDA.
 
-No GPU here, so tests/tracks/cuda_emu/cuda_emu.h stands in for the CUDA runtime: each block is BLOCK_X * BLOCK_Y
-std::threads meeting at a barrier in __syncthreads(). The kernel is compiled with g++ (with the spec's
-#defines) into tests/tracks/cuda_emu/gemm_driver.cpp, which launches it once on buffers from files. Everything
-else is the grader's own: `EmulatedBench.check` is `graders.cuda_engine.child.Bench.check` (inputs fenced
-with NaN, C poisoned with NaN between canary guards, the guard check, the sgemm checker and its messages),
-only the launch goes through the driver. This checks indexing, tiling, bounds and synchronization, not speed
-or the GPU memory model; the GPU tests do the rest.
+No GPU here, so tests/tracks/cuda_emu/cuda_emu.h stands in for the CUDA runtime: each block is BLOCK_X *
+BLOCK_Y std::threads meeting at a barrier in __syncthreads(). The kernel is compiled with g++ (with the spec's
+#defines; tests/tracks/emu_build.py) and linked with tests/tracks/cuda_emu/gemm_driver.cpp, which launches it
+once on buffers from files. Everything else is the grader's own: `EmulatedBench.check` is
+`graders.cuda_engine.child.Bench.check` (inputs fenced with NaN, C poisoned with NaN between canary guards,
+the guard check, the sgemm checker and its messages), only the launch goes through the driver. This checks
+indexing, tiling, bounds and synchronization, not speed or the GPU memory model; the GPU tests do the rest.
 """
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from emu_build import CXX, EMU, EmuBuilder
 
 from graders import tracks
 from graders.cuda_engine.child import Bench
@@ -26,9 +26,7 @@ from graders.cuda_engine.structure import tune_launch
 from graders.result import Status
 
 ROOT = Path(__file__).resolve().parents[2]
-EMU = ROOT / "tests/tracks/cuda_emu"
 SPEC = load_spec("gemm")
-CXX = shutil.which("g++")
 WRONG = ROOT / "tracks/gemm/solutions/wrong"
 # Small shapes: any size for kernels 1-5; for 6-10 multiples of 128 x 256 x 32 (every tile of theirs divides them).
 ANY = [(33, 65, 17), (70, 40, 100), (130, 129, 9), (1, 1, 1)]
@@ -68,14 +66,8 @@ def whole(tensor):
     return torch.empty(0, dtype=tensor.dtype).set_(tensor.untyped_storage())
 
 
-def build(source: Path, function: str, geometry: Geometry, tmp: Path) -> tuple[Path, Geometry]:
-    defines = geometry.defines()
-    exe = tmp / f"{source.stem}-{function}-{abs(hash(tuple(sorted(defines.items()))))}"
-    flags = [f"-D{k}={v}" for k, v in defines.items()]
-    subprocess.run([CXX, "-std=c++20", "-O1", "-fno-strict-aliasing", "-w", "-pthread", "-include",
-                    str(EMU / "cuda_emu.h"), f"-DKERNEL={function}", *flags, "-x", "c++", str(source),
-                    "-x", "c++", str(EMU / "gemm_driver.cpp"), "-o", str(exe)], check=True, timeout=120)
-    return exe, geometry
+def build(builder: EmuBuilder, source: Path, function: str, geometry: Geometry) -> tuple[Path, Geometry]:
+    return builder.executable(source, function, geometry.defines(), EMU / "gemm_driver.cpp"), geometry
 
 
 def check(built: tuple[Path, Geometry], shape, tmp: Path) -> dict:
@@ -92,15 +84,16 @@ def wrong_kernel(name: str):
 def executables(tmp_path_factory) -> dict[str, tuple[Path, Geometry]]:
     """Every reference and known-wrong kernel with its launch geometry, built in parallel (g++ takes a few
     seconds each)."""
-    tmp = tmp_path_factory.mktemp("cuda-emu")
+    builder = EmuBuilder(tmp_path_factory.mktemp("cuda-emu"), ["-std=c++20", "-O1", "-fno-strict-aliasing"],
+                         [EMU / "cuda_emu.h"], timeout=120)
     jobs = {kid: (k.reference, k.function, k.geometry) for kid, k in SPEC.kernels.items()}
     tuned = resolve_geometry(SPEC.kernel("autotuned"), **tune_launch(OTHER_CONFIG))
     jobs["autotuned-other"] = (SPEC.kernel("autotuned").reference, "sgemm_autotuned", tuned)
     for name in WRONG_CASES:
         path, kernel = wrong_kernel(name)
         jobs[name] = (path, kernel.function, kernel.geometry)
-    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        futures = {key: pool.submit(build, *job, tmp) for key, job in jobs.items()}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {key: pool.submit(build, builder, *job) for key, job in jobs.items()}
         return {key: f.result() for key, f in futures.items()}
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from emu_build import CXX, EMU, EmuBuilder
 
 from graders import tracks
 from graders.cuda_engine.child import Bench
@@ -30,11 +30,8 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import Geometry, load_spec
 from graders.result import Status
 
-ROOT = Path(__file__).resolve().parents[2]
-EMU = ROOT / "tests/tracks/cuda_emu"
 SPEC = load_spec("tensorcores")
 WRONG = tracks.get("tensorcores").solutions / "wrong"
-CXX = shutil.which("g++")
 EMULATED = ["mma", "swizzle", "pipeline", "warptiling", "fp16", "tf32", "fp8"]
 # per kernel: one block with a single K slab, and several blocks over more slabs than pipeline stages
 SHAPES = {kid: [(SPEC.kernel(kid).geometry.tile[1], SPEC.kernel(kid).geometry.tile[0],
@@ -216,18 +213,10 @@ def without_inline_ptx(source: str) -> str:
     return "".join(keep) + source[start:]
 
 
-def build(source: Path, function: str, geometry: Geometry, tmp: Path) -> Path:
-    exe = tmp / f"{source.stem}-{function}"
-    (tmp / "extra.h").write_text(EXTRA)
-    (tmp / "driver.cpp").write_text(DRIVER)
-    emulated = tmp / f"{source.stem}-{function}.cu"
+def build(builder: EmuBuilder, source: Path, function: str, geometry: Geometry) -> Path:
+    emulated = builder.folder / f"{source.stem}-{function}.cu"
     emulated.write_text(without_inline_ptx(source.read_text()))
-    flags = [f"-D{k}={v}" for k, v in geometry.defines().items()]
-    include = ["-include", str(EMU / "cuda_emu.h"), "-include", str(tmp / "extra.h")]
-    subprocess.run([CXX, "-std=c++20", "-O1", "-fno-strict-aliasing", "-w", "-pthread", "-no-pie", *include,
-                    f"-DKERNEL={function}", *flags, "-x", "c++", str(emulated), "-x", "c++", str(tmp / "driver.cpp"),
-                    "-o", str(exe)], check=True, timeout=600)
-    return exe
+    return builder.executable(emulated, function, geometry.defines(), builder.folder / "driver.cpp")
 
 
 class EmulatedBench(Bench):
@@ -258,13 +247,17 @@ def whole(tensor):
 def executables(tmp_path_factory) -> dict[str, tuple[Path, str, Geometry]]:
     """The emulated references and known-wrong kernels, built in parallel, with their kind and geometry."""
     tmp = tmp_path_factory.mktemp("tensorcores-emu")
+    (tmp / "extra.h").write_text(EXTRA)
+    (tmp / "driver.cpp").write_text(DRIVER)
+    builder = EmuBuilder(tmp, ["-std=c++20", "-O1", "-fno-strict-aliasing", "-no-pie"],
+                         [EMU / "cuda_emu.h", tmp / "extra.h"], timeout=600)
     jobs = {kid: (SPEC.kernel(kid).reference, SPEC.kernel(kid).function, SPEC.kernel(kid).kind,
                   SPEC.kernel(kid).geometry) for kid in EMULATED}
     for name in WRONG_CASES:
         kernel = SPEC.kernel(tracks.graded_kernel(WRONG / f"{name}.cu"))
         jobs[name] = (WRONG / f"{name}.cu", kernel.function, kernel.kind, kernel.geometry)
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        futures = {key: pool.submit(build, path, function, geometry, tmp)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {key: pool.submit(build, builder, path, function, geometry)
                    for key, (path, function, _, geometry) in jobs.items()}
         return {key: (f.result(), jobs[key][2], jobs[key][3]) for key, f in futures.items()}
 

@@ -1,6 +1,7 @@
-// Runs one attention-track kernel (compiled in with -include cuda_emu.h, -DKERNEL=<name>, -DKIND_<kind> and
-// the geometry defines) once under the CPU emulation, on buffers the test wrote to files, and writes the
-// output's buffer back; the test made the inputs, the poison and the guards, and judges the result.
+// Runs one attention-track kernel (compiled with -include cuda_emu.h and the geometry defines; called here as
+// KERNEL, bound to the kernel's name at link time by tests/tracks/emu_build.py, with the arguments of
+// -DKIND_<kind>) once under the CPU emulation, on buffers the test wrote to files, and writes the output's
+// buffer back; the test made the inputs, the poison and the guards, and judges the result.
 // Usage: attention_driver GRID_X GRID_Y BLOCK_X BLOCK_Y NPTR (FILE OFFSET_BYTES)*NPTR INT...
 // Each file holds a whole buffer (guards included); the first is the output, written back.
 #include <cstdio>

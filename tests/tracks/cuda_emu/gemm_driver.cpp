@@ -1,6 +1,7 @@
-// Runs one GEMM kernel (compiled in with -include cuda_emu.h, -DKERNEL=<name> and the geometry defines)
-// once under the CPU emulation, on buffers the test wrote to files, and writes C's buffer back: the test
-// made the inputs, the poison and the guards, and judges the result with the grader's own checks.
+// Runs one GEMM kernel (compiled with -include cuda_emu.h and the geometry defines; called here as KERNEL,
+// bound to the kernel's name at link time by tests/tracks/emu_build.py) once under the CPU emulation, on
+// buffers the test wrote to files, and writes C's buffer back: the test made the inputs, the poison and the
+// guards, and judges the result with the grader's own checks.
 // Usage: gemm_driver GRID_X GRID_Y BLOCK_X BLOCK_Y M N K C.bin C_OFFSET A.bin A_OFFSET B.bin B_OFFSET
 // Each file holds a whole float32 buffer (guards included); OFFSET is where the matrix starts in it.
 #include <cstdio>
