@@ -6,6 +6,7 @@ line each."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
@@ -48,12 +49,16 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
     release = nbg.release(course, track.name)
     graded = [c for c in release.cells if is_grade(c)]
 
-    stub = _validate(course, track, "stub", {})
+    answers, kernel = _wrong(track)
+    reference_answers = (submissions.reference_answers() if track.engine == "numba"
+                         else submissions.cuda_answers(track.name))
+    with ThreadPoolExecutor(3) as pool:   # three nbgrader processes of their own, at once
+        stub, wrong, reference = pool.map(lambda job: _validate(course, track, *job),
+                                          [("stub", {}), ("wrong", answers), ("reference", reference_answers)])
+
     assert int(FAILED.search(stub).group(1)) == len(graded), stub
     assert "not written yet" in stub and "Traceback" not in stub
 
-    answers, kernel = _wrong(track)
-    wrong = _validate(course, track, "wrong", answers)
     assert FAILED.search(wrong), wrong
     failed_cells = re.findall(r"The following cell failed:\n\n(.*?)\n\nThe error was:\n\n(.*?)\n\n", wrong, re.DOTALL)
     assert failed_cells and "Traceback" not in wrong
@@ -63,8 +68,6 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
     if track.engine == "cuda":
         assert "Your CUDA code did not compile" in wrong and re.search(r"line \d+: error", wrong)
 
-    reference = _validate(course, track, "reference", submissions.reference_answers() if track.engine == "numba"
-                          else submissions.cuda_answers(track.name))
     assert "Success! Your notebook passes all the tests." in reference, reference
 
 
