@@ -1,11 +1,16 @@
 """Every known-wrong puzzle cell in one submission, and the check of its scores, for the tests that autograde
-puzzles notebooks with nbgrader."""
+puzzles notebooks with nbgrader; a copy of a scratch course, for tests that start from one made once."""
 from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
 
 from graders import tracks
 from graders.tracks import Expectation, expected_points
 from workshop import submissions
 from workshop.cells import read_cells
+from workshop.course import Course
 
 _SPEC = tracks.get("puzzles").assignment
 FULL_MARKS = {"correct": float(_SPEC["points_correct"]), "limits": float(_SPEC["points_limits"])}
@@ -28,3 +33,15 @@ def unmet(scores: dict[str, float], expected: dict[str, Expectation]) -> dict[st
             return expected[cell].matches(score)
         return score == FULL_MARKS[cell.rsplit("_", 1)[1]]
     return {cell: score for cell, score in scores.items() if not ok(cell, score)}
+
+# the submissions the shared graded course (tests/e2e/conftest.py) holds, autograded: student -> answers
+GRADED = {"reference": submissions.reference_answers(), "stub": {}}
+
+
+class CourseCopy(Course):
+    """A copy of ``course`` in ``root``: its files, its gradebook (students, submissions and grades) and its
+    release, to submit to and autograde in as in the original."""
+
+    def __init__(self, course: Course, root: Path):
+        shutil.copytree(course.root, root, symlinks=True)
+        self.root, self.assignment, self.release = root, course.assignment, copy.deepcopy(course.release)

@@ -18,10 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.utils import is_grade, is_solution
+from nbgrader_course import FULL_MARKS, CourseCopy, unmet
 
 from graders.numba_engine import catalogue
 from graders.tracks import expected_points
-from nbgrader_course import FULL_MARKS, unmet
 from workshop import course as nbg
 from workshop import submissions
 from workshop.cells import read_cells
@@ -66,13 +66,13 @@ def _outputs_of(course: Course, cells: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(released_puzzles, tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:
         # The simulator also on a GPU worker, with the real per-kernel limit: the 5 s of the CPU hang tests is
         # too short for the hidden matmul cases when a 16-core worker grades every puzzle at once.
         env.setenv("WORKSHOP_TARGET", "sim")
         env.setenv("WORKSHOP_KERNEL_TIMEOUT", "30")
-        course = Course(tmp_path_factory.mktemp("attacks"))
+        course = CourseCopy(released_puzzles, tmp_path_factory.mktemp("attacks") / "course")
         course.submit("victim", submissions.reference_answers())
         course.autograde("victim")
         scores = course.scores("victim")

@@ -5,26 +5,24 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader_course import GRADED, CourseCopy
 
 from graders.numba_engine import catalogue
 from graders.result import GradeResult, Status
 from workshop import cli, submissions
 from workshop import course as nbg
-from workshop.course import Course
 from workshop.export import performance
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]
-CLASS = {"reference": submissions.reference_answers(), "stub": {},
-         "partial": submissions.wrong_answers("zip_subtracts", "pooling_global_reads")}
+CLASS = {**GRADED, "partial": submissions.wrong_answers("zip_subtracts", "pooling_global_reads")}
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    course = Course(tmp_path_factory.mktemp("export-course"))
-    for student, answers in CLASS.items():
-        course.submit(student, answers)
-        course.autograde(student)
+def exported(graded_puzzles, tmp_path_factory):
+    course = CourseCopy(graded_puzzles, tmp_path_factory.mktemp("export") / "course")   # GRADED autograded
+    course.submit("partial", CLASS["partial"])
+    course.autograde("partial")
     nbg.add_student(course.root, "absent", "Absent", "Test")   # handed nothing in
     nbg.nbgrader(course.root, "export", "--to=grades.csv")
     assert cli.main(["export", "--course", str(course.root), "--to", "detail.csv"]) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 from nbgrader.utils import is_grade, is_solution
+from nbgrader_course import CourseCopy
 
 from graders.numba_engine import catalogue
 from workshop import submissions
@@ -15,8 +16,8 @@ FORGED = {"results": [{"test": "zip", "status": "ok", "points": 99.0, "target": 
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Course:
-    return Course(tmp_path_factory.mktemp("results-course"))
+def course(released_puzzles, tmp_path_factory) -> Course:
+    return CourseCopy(released_puzzles, tmp_path_factory.mktemp("results") / "course")
 
 
 @pytest.fixture(scope="module")
