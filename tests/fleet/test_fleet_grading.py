@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import fleet_course as fc
@@ -102,6 +103,15 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
     totals those of a serial `nbgrader autograde` of the same files; nbgrader's export and formgrader read them."""
     url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
     course, expected = _course(course_template, tmp_path, 20)
+    serial_url = f"sqlite:///{tmp_path}/serial.db"
+    serial = fc.make_course(tmp_path / "serial", {"WORKSHOP_GRADEBOOK_URL": serial_url})[0]
+    shutil.copytree(course / "submitted", serial / "submitted")
+    # nbgrader's own autograde of the same files, one after another in one process, runs meanwhile (it keeps
+    # about one core busy; its course and gradebook are its own)
+    with open(tmp_path / "serial.log", "w") as log:
+        serial_autograde = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", "puzzles"], cwd=serial,
+                                            env={**fc.nbg.nbgrader_env(), "WORKSHOP_GRADEBOOK_URL": serial_url},
+                                            stdout=log, stderr=subprocess.STDOUT)
     started = workers(2, fleet_env)
     out = _finish(_grade(course, fleet_env), timeout=600)
 
@@ -115,10 +125,14 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
     fleet_totals = _totals(url)
     assert fleet_totals == expected
 
-    serial = fc.make_course(tmp_path / "serial", {"WORKSHOP_GRADEBOOK_URL": f"sqlite:///{tmp_path}/serial.db"})[0]
-    shutil.copytree(course / "submitted", serial / "submitted")
-    fc.nbgrader(serial, {"WORKSHOP_GRADEBOOK_URL": f"sqlite:///{tmp_path}/serial.db"}, "autograde", "puzzles")
-    assert _totals(f"sqlite:///{tmp_path}/serial.db") == fleet_totals
+    try:
+        serial_autograde.wait(timeout=600)
+    finally:
+        if serial_autograde.poll() is None:   # past its time: stopped with its kernels and children
+            kill_tree(serial_autograde.pid)
+            serial_autograde.wait()
+    assert serial_autograde.returncode == 0, (tmp_path / "serial.log").read_text()
+    assert _totals(serial_url) == fleet_totals
 
     # nbgrader's own export reads the PostgreSQL gradebook; the autograded notebooks are in the course
     fc.nbgrader(course, {"WORKSHOP_GRADEBOOK_URL": url}, "export", "--to=grades.csv")
@@ -126,10 +140,13 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
         exported = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(f)}
     assert exported == expected
     assert len(list((course / "autograded").glob("*/puzzles/puzzles.ipynb"))) == 20
-    # and formgrader serves the same scores from either gradebook, PostgreSQL and SQLite
-    for folder, gradebook in ((course, url), (serial, f"sqlite:///{tmp_path}/serial.db")):
-        served = fc.formgrader_submissions(folder, {"WORKSHOP_GRADEBOOK_URL": gradebook})
-        assert {s: (sub["score"], sub["autograded"]) for s, sub in served.items()} == \
+    # and formgrader serves the same scores from either gradebook, PostgreSQL and SQLite (two servers at once)
+    gradebooks = {url: course, serial_url: serial}
+    with ThreadPoolExecutor(2) as pool:
+        served = dict(zip(gradebooks, pool.map(lambda gb: fc.formgrader_submissions(
+            gradebooks[gb], {"WORKSHOP_GRADEBOOK_URL": gb}), gradebooks)))
+    for gradebook, submitted in served.items():
+        assert {s: (sub["score"], sub["autograded"]) for s, sub in submitted.items()} == \
             {s: (total, True) for s, total in expected.items()}, gradebook
 
     again = _finish(_grade(course, fleet_env), timeout=60)   # nothing new: nothing sent, nothing written
