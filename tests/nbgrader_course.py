@@ -2,9 +2,10 @@
 puzzles notebooks with nbgrader; a copy of a scratch course, for tests that start from one made once."""
 from __future__ import annotations
 
-import copy
 import shutil
 from pathlib import Path
+
+import nbformat
 
 from graders import tracks
 from graders.tracks import Expectation, expected_points
@@ -39,9 +40,10 @@ GRADED = {"reference": submissions.reference_answers(), "stub": {}}
 
 
 class CourseCopy(Course):
-    """A copy of ``course`` in ``root``: its files, its gradebook (students, submissions and grades) and its
-    release, to submit to and autograde in as in the original."""
+    """A copy of the course directory ``source`` in ``root`` (its files and gradebook: generated assignments,
+    students, submissions, grades), to submit ``assignment`` to and autograde in as in the original."""
 
-    def __init__(self, course: Course, root: Path):
-        shutil.copytree(course.root, root, symlinks=True)
-        self.root, self.assignment, self.release = root, course.assignment, copy.deepcopy(course.release)
+    def __init__(self, source: Path, root: Path, assignment: str = "puzzles"):
+        shutil.copytree(source, root, symlinks=True)
+        self.root, self.assignment = root, assignment
+        self.release = nbformat.read(str(root / "release" / assignment / f"{assignment}.ipynb"), as_version=4)

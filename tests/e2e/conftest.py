@@ -9,15 +9,15 @@ from workshop.course import Course
 
 
 @pytest.fixture(scope="session")
-def released_puzzles(tmp_path_factory) -> Course:
+def released_puzzles(released, tmp_path_factory) -> Course:
     """A scratch course with the puzzles assignment generated (nbgrader's release and gradebook)."""
-    return Course(tmp_path_factory.mktemp("released-puzzles"))
+    return CourseCopy(released["puzzles"], tmp_path_factory.mktemp("released-puzzles") / "course")
 
 
 @pytest.fixture(scope="session")
 def graded_puzzles(released_puzzles, tmp_path_factory) -> Course:
     """The released course with `GRADED` submitted and autograded by real nbgrader."""
-    course = CourseCopy(released_puzzles, tmp_path_factory.mktemp("graded-puzzles") / "course")
+    course = CourseCopy(released_puzzles.root, tmp_path_factory.mktemp("graded-puzzles") / "course")
     for student, answers in GRADED.items():
         course.submit(student, answers)
         course.autograde(student)

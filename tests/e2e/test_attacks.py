@@ -72,7 +72,7 @@ def course(released_puzzles, tmp_path_factory):
         # too short for the hidden matmul cases when a 16-core worker grades every puzzle at once.
         env.setenv("WORKSHOP_TARGET", "sim")
         env.setenv("WORKSHOP_KERNEL_TIMEOUT", "30")
-        course = CourseCopy(released_puzzles, tmp_path_factory.mktemp("attacks") / "course")
+        course = CourseCopy(released_puzzles.root, tmp_path_factory.mktemp("attacks") / "course")
         course.submit("victim", submissions.reference_answers())
         course.autograde("victim")
         scores = course.scores("victim")

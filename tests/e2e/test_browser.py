@@ -17,7 +17,6 @@ from nbformat.v4 import new_notebook
 from timed_results import graded_cell, timed
 
 from gradebook.feedback import PerformanceFeedback
-from workshop.course import make_course, release
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")]
@@ -39,11 +38,11 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 over a course's released puzzles and gemm notebooks."""
-    course = make_course(tmp_path_factory.mktemp("browser-course"), ["puzzles", "gemm"])
+def lab(released, tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 over the released puzzles and gemm notebooks (conftest.py's `released`)."""
+    course = tmp_path_factory.mktemp("browser-course")
     for assignment in ("puzzles", "gemm"):
-        release(course, assignment)
+        shutil.copytree(released[assignment] / "release" / assignment, course / "release" / assignment)
     port, token = free_port(), secrets.token_hex(16)
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from nbgrader.api import Gradebook
 from nbgrader.utils import is_grade, is_solution
+from nbgrader_course import CourseCopy
 
 from graders import tracks
 from graders.cuda_engine.grade import check, check_compiles
@@ -18,8 +19,10 @@ CUDA_TRACKS = [t for t in tracks.all_tracks() if t.engine == "cuda"]
 
 
 @pytest.fixture(scope="module", params=CUDA_TRACKS, ids=lambda t: t.name)
-def course(request, tmp_path_factory):
-    return nbg.Course(tmp_path_factory.mktemp(f"{request.param.name}-course"), request.param.name)
+def course(request, released, tmp_path_factory):
+    """A copy of the track's course with its assignment generated (conftest.py's `released`)."""
+    name = request.param.name
+    return CourseCopy(released[name], tmp_path_factory.mktemp(f"{name}-course") / "course", name)
 
 
 def test_every_released_stub_compiles_and_its_check_says_not_written_yet(course, capsys):

@@ -17,7 +17,7 @@ FORGED = {"results": [{"test": "zip", "status": "ok", "points": 99.0, "target": 
 
 @pytest.fixture(scope="module")
 def course(released_puzzles, tmp_path_factory) -> Course:
-    return CourseCopy(released_puzzles, tmp_path_factory.mktemp("results") / "course")
+    return CourseCopy(released_puzzles.root, tmp_path_factory.mktemp("results") / "course")
 
 
 @pytest.fixture(scope="module")

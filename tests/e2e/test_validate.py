@@ -6,7 +6,9 @@ line each."""
 from __future__ import annotations
 
 import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -23,8 +25,14 @@ FAILED = re.compile(r"VALIDATION FAILED ON (\d+) CELL\(S\)")
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    return nbg.make_course(tmp_path_factory.mktemp("validate-course"), [t.name for t in TRACKS])
+def courses(released, tmp_path_factory) -> dict[str, Path]:
+    """Track name -> a copy of the course with its assignment generated (conftest.py's `released`)."""
+    root = tmp_path_factory.mktemp("validate")
+    return {name: shutil.copytree(course, root / name, symlinks=True) for name, course in released.items()}
+
+
+def _release(course: Path, track: str) -> nbformat.NotebookNode:
+    return nbformat.read(str(course / "release" / track / f"{track}.ipynb"), as_version=4)
 
 
 def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
@@ -36,8 +44,8 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel
 
 
-def _validate(course, track: tracks.Track, name: str, answers: dict[str, str]) -> str:
-    release = nbformat.read(str(course / "release" / track.name / f"{track.name}.ipynb"), as_version=4)
+def _validate(course: Path, track: tracks.Track, name: str, answers: dict[str, str]) -> str:
+    release = _release(course, track.name)
     path = course / "student" / track.name / f"{name}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(submissions.fill(release, answers), str(path))
@@ -45,8 +53,9 @@ def _validate(course, track: tracks.Track, name: str, answers: dict[str, str]) -
 
 
 @pytest.mark.parametrize("track", TRACKS, ids=lambda t: t.name)
-def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(course, track):
-    release = nbg.release(course, track.name)
+def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(courses, track):
+    course = courses[track.name]
+    release = _release(course, track.name)
     graded = [c for c in release.cells if is_grade(c)]
 
     answers, kernel = _wrong(track)
@@ -72,9 +81,10 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
 
 
 @pytest.mark.parametrize("track", ["gemm", "transpose"])
-def test_untouched_cuda_stub_check_cells_print_one_line_and_no_traceback(course, track):
+def test_untouched_cuda_stub_check_cells_print_one_line_and_no_traceback(courses, track):
     """The released notebook run in a real kernel: every check cell prints one line and raises nothing."""
-    release = nbg.release(course, track)
+    course = courses[track]
+    release = _release(course, track)
     assert all("// YOUR CODE HERE" in c.source for c in release.cells if is_solution(c))
     NotebookClient(release, timeout=120, allow_errors=True, resources={"metadata": {"path": str(course)}}).execute()
     checks = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_check")]
