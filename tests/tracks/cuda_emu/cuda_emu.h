@@ -69,35 +69,42 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline unsigned long long __cvta_generic_to_shared(const void* p) { return (unsigned long long)p; }
 inline float fmaf_emu(float a, float b, float c) { return std::fma(a, b, c); }
 
-// Launch `kernel` over `grid` blocks of `block` threads, one block at a time.
+// Launch `kernel` over `grid` blocks of `block` threads, one block at a time. The threads are made once per
+// launch: after each block they meet at a barrier whose completion sets the next block's index.
 inline void emu_launch(dim3 grid, dim3 block, const std::function<void()>& kernel)
 {
     gridDim = grid;
     blockDim = block;
-    const unsigned n = block.x * block.y * block.z;
-    for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                blockIdx = {bx, by, bz};
-                std::barrier<> barrier(n);
-                emu_barrier = &barrier;
-                std::deque<std::barrier<>> warp_barriers;   // barriers cannot move: a deque keeps them in place
-                std::vector<EmuWarp> warps;
-                for (unsigned w = 0; w < (n + 31) / 32; ++w) {
-                    warp_barriers.emplace_back(std::min(32u, n - 32 * w));
-                    warps.push_back({&warp_barriers.back(), {}});
-                }
-                emu_warps = &warps;
-                std::vector<std::thread> threads;
-                threads.reserve(n);
-                for (unsigned t = 0; t < n; ++t)
-                    threads.emplace_back([&, t] {
-                        threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-                        emu_linear = t;
-                        kernel();
-                    });
-                for (auto& th : threads) th.join();
+    const unsigned n = block.x * block.y * block.z, blocks = grid.x * grid.y * grid.z;
+    if (n == 0 || blocks == 0) return;
+    std::barrier<> barrier(n);
+    emu_barrier = &barrier;
+    std::deque<std::barrier<>> warp_barriers;   // barriers cannot move: a deque keeps them in place
+    std::vector<EmuWarp> warps;
+    for (unsigned w = 0; w < (n + 31) / 32; ++w) {
+        warp_barriers.emplace_back(std::min(32u, n - 32 * w));
+        warps.push_back({&warp_barriers.back(), {}});
+    }
+    emu_warps = &warps;
+    unsigned next = 0;   // the linear index of the block to run next
+    auto next_block = [&]() noexcept {
+        blockIdx = {next % grid.x, next / grid.x % grid.y, next / (grid.x * grid.y)};
+        ++next;
+    };
+    next_block();
+    std::barrier block_done(n, next_block);
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (unsigned t = 0; t < n; ++t)
+        threads.emplace_back([&, t] {
+            threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            emu_linear = t;
+            for (unsigned b = 0; b < blocks; ++b) {
+                kernel();
+                block_done.arrive_and_wait();
             }
+        });
+    for (auto& th : threads) th.join();
 }
 
 // ---- The inline PTX of the tensor-core kernels, by the names and signatures of their wrappers --------------
