@@ -224,10 +224,11 @@ def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, w
     assert exported == {"hang": 0.0, "crash": 0.0, "reference": 6.0}
 
 
-def test_local_mode_grades_here_into_sqlite(tmp_path, course_template):
+def test_local_mode_grades_here_into_sqlite(tmp_path, course_template, template_cache):
     """Without WORKSHOP_BROKER_URL, `workshop grade` grades on this machine, one submission after another, into
     the course's default SQLite gradebook (gradebook.db beside nbgrader_config.py): no broker, no worker."""
     env = {k: v for k, v in fc.nbg.nbgrader_env().items() if k not in ("WORKSHOP_BROKER_URL", "WORKSHOP_GRADEBOOK_URL")}
+    env["WORKSHOP_WORKER_CACHE"] = str(template_cache)   # the generated assignment the workers' tests made
     course, release = course_template.copy(tmp_path / "course")
     fc.nbgrader(course, env, "generate_assignment", "puzzles", "--force")   # into course/gradebook.db
     expected = {}
