@@ -44,9 +44,7 @@ def test_every_released_stub_compiles_and_its_check_says_not_written_yet(course,
 
 def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):
     monkeypatch.setenv("WORKSHOP_GPU", "0")   # inherited by nbgrader and its notebook kernel
-    nbg.add_student(course.root, "cpu", "Cpu", "Worker")
-    submissions.write(course.root, "cpu", course.assignment,
-                      submissions.fill(course.release, submissions.cuda_answers(course.assignment)))
+    course.submit("cpu", submissions.cuda_answers(course.assignment))
     done = nbg.nbgrader(course.root, "autograde", course.assignment, "--student=cpu", "--force", check=False)
     output = done.stdout + done.stderr
     assert done.returncode != 0
