@@ -50,12 +50,14 @@ class CourseCopy(Course):
         self.root, self.assignment = root, assignment
         self.release = nbformat.read(str(root / "release" / assignment / f"{assignment}.ipynb"), as_version=4)
 
-    def submit(self, student: str, answers: dict[str, str]) -> Path:
-        """`Course.submit`, the student added by what `nbgrader db student add` runs (nbgrader's `Gradebook`),
-        here rather than in an nbgrader process of its own."""
+    def add_student(self, student: str, first: str, last: str) -> None:
+        """What `nbgrader db student add` runs (nbgrader's `Gradebook`), here rather than in a process of its own."""
         course_id = course_config(self.root).CourseDirectory.course_id
         with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}", course_id) as gb:
-            gb.update_or_create_student(student, first_name=student.title(), last_name="Test", email=None,
-                                        lms_user_id=None)
+            gb.update_or_create_student(student, first_name=first, last_name=last, email=None, lms_user_id=None)
             gb.engine.dispose()
+
+    def submit(self, student: str, answers: dict[str, str]) -> Path:
+        """`Course.submit`, the student added by `add_student`."""
+        self.add_student(student, student.title(), "Test")
         return submissions.write(self.root, student, self.assignment, submissions.fill(self.release, answers))

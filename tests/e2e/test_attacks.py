@@ -168,7 +168,7 @@ def test_forged_cell_metadata_earns_nothing_extra(course):
             cell.source = "@cuda.jit\ndef zip_kernel(out, a, b, size):\n    pass"
             cell.metadata.nbgrader.update(grade=True, points=50)
     submissions.write(course.root, "forger", course.assignment, nb)
-    nbg.add_student(course.root, "forger", "Forger", "Test")
+    course.add_student("forger", "Forger", "Test")
     nbg.nbgrader(course.root, "autograde", course.assignment, "--student=forger", "--force", check=False)
     scores = course.scores("forger")
     assert set(scores) <= _test_cells()

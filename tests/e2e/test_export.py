@@ -23,7 +23,7 @@ def exported(graded_puzzles, tmp_path_factory):
     course = CourseCopy(graded_puzzles.root, tmp_path_factory.mktemp("export") / "course")   # GRADED autograded
     course.submit("partial", CLASS["partial"])
     course.autograde("partial")
-    nbg.add_student(course.root, "absent", "Absent", "Test")   # handed nothing in
+    course.add_student("absent", "Absent", "Test")   # handed nothing in
     nbg.nbgrader(course.root, "export", "--to=grades.csv")
     assert cli.main(["export", "--course", str(course.root), "--to", "detail.csv"]) == 0
     read = {"dtype": {"student_id": str}, "keep_default_na": False}

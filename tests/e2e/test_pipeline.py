@@ -63,7 +63,7 @@ def test_each_mistake_costs_exactly_its_own_points_and_hangs_are_stopped(course,
 
 
 def test_unparseable_notebook_is_reported_and_others_still_export(course):
-    nbg.add_student(course.root, "broken", "Broken", "Test")
+    course.add_student("broken", "Broken", "Test")
     path = course.root / "submitted" / "broken" / "puzzles" / "puzzles.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"cells": [ not json')
