@@ -7,6 +7,7 @@ every track; that the kernels compute the right thing, tests/tracks/test_attenti
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -170,6 +171,7 @@ def test_inputs_are_fenced_with_nan():
 
 # ---- the tensor-core step: what its compiled code must hold ---------------------------------------------
 
+@functools.cache   # the same kernel's compile, shared by the tests that read it
 def compiled(kernel_id: str, source: str | None = None):
     kernel = SPEC.kernel(kernel_id)
     text = source if source is not None else kernel.reference.read_text()
