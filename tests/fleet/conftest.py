@@ -54,9 +54,12 @@ def template_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def fleet_env(redis, gradebook_url, template_cache) -> dict[str, str]:
-    """The environment of the coordinator and the workers (the workers drop the gradebook URL)."""
+    """The environment of the coordinator and the workers (the workers drop the gradebook URL). A grading child
+    gets the real per-kernel limit, not the 5 s of the hang tests (tests/conftest.py): no kernel here hangs, and
+    two workers grading at once on a small machine can take longer than that over map's hidden cases."""
     return {**os.environ, "WORKSHOP_BROKER_URL": redis.url, "WORKSHOP_GRADEBOOK_URL": gradebook_url,
-            "WORKSHOP_WORKER_CACHE": str(template_cache), "WORKSHOP_GRADE_TIME_LIMIT": "180"}
+            "WORKSHOP_WORKER_CACHE": str(template_cache), "WORKSHOP_GRADE_TIME_LIMIT": "180",
+            "WORKSHOP_KERNEL_TIMEOUT": "30"}
 
 
 @pytest.fixture

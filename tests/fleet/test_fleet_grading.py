@@ -107,11 +107,12 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
     serial = fc.make_course(tmp_path / "serial", {"WORKSHOP_GRADEBOOK_URL": serial_url})[0]
     shutil.copytree(course / "submitted", serial / "submitted")
     # nbgrader's own autograde of the same files, one after another in one process, runs meanwhile (it keeps
-    # about one core busy; its course and gradebook are its own)
+    # about one core busy; its course and gradebook are its own; its kernels have the workers' limit)
+    serial_env = {**fc.nbg.nbgrader_env(), "WORKSHOP_GRADEBOOK_URL": serial_url,
+                  "WORKSHOP_KERNEL_TIMEOUT": fleet_env["WORKSHOP_KERNEL_TIMEOUT"]}
     with open(tmp_path / "serial.log", "w") as log:
         serial_autograde = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", "puzzles"], cwd=serial,
-                                            env={**fc.nbg.nbgrader_env(), "WORKSHOP_GRADEBOOK_URL": serial_url},
-                                            stdout=log, stderr=subprocess.STDOUT)
+                                            env=serial_env, stdout=log, stderr=subprocess.STDOUT)
     started = workers(2, fleet_env)
     out = _finish(_grade(course, fleet_env), timeout=600)
 
