@@ -6,8 +6,9 @@
 // Only tiles that cross a warp's diagonal (or hold the end of seq_k) are masked element by element: a key
 // j > row gets -inf. Every row sees key 0 in the first tile, so its max is finite from there on; a tile whose
 // keys all lie after a row leaves that row's max (alpha = 1) and adds weights of 0.
-// - Blocks run in reverse order of their rows (blockIdx.x = 0 takes the last rows): the blocks with the most
-//   tiles start first, and the short ones fill the end of the grid.
+// - Blocks run longest first across the whole grid: the blocks are numbered in launch order (x fastest) and
+//   the first batch x heads of them take every head's last rows, the next ones the rows before, and so on;
+//   the short blocks fill the end of the grid instead of a head's long block starting last.
 // Everything else (fragments, swizzle, pipeline, edges) is flash_tc's.
 typedef unsigned short bf16;   // the raw bits of a bfloat16
 
@@ -72,8 +73,9 @@ __device__ __forceinline__ void attend(float* out, const bf16* q, const bf16* k,
     const float NEG_INF = __int_as_float(0xff800000);
     const int lane = threadIdx.x, warp = threadIdx.y, tid = warp * BLOCK_X + lane;
     const int g = lane / 4, t = lane % 4;   // a fragment's row (and row + 8) and column pair
-    const int q0 = (gridDim.x - 1 - blockIdx.x) * ROWS;   // the longest rows first
-    const long long bh = blockIdx.y;
+    const int launch = blockIdx.y * gridDim.x + blockIdx.x, pairs = gridDim.y;   // (batch, head) pairs
+    const int q0 = (gridDim.x - 1 - launch / pairs) * ROWS;   // the longest rows first, for every head
+    const long long bh = launch % pairs;
     constexpr int CHUNKS = D / 8, KD = D / 16, NS = KEYS / 8, NO = D / 8;
     const bf16* qb = q + bh * seq_q * D;
     const bf16* kb = k + bh * seq_k * D;
