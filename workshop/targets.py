@@ -3,8 +3,9 @@
 A benchmark record holds each reference kernel's measured speed ratio (kernel / baseline throughput, as
 graded): ``kernels.<id>.ratio`` in a ``transpose-<date>.json`` of ``python -m benchmarks.transpose_bench``,
 ``sizes.<perf_shape>.kernels.<id>.ratio`` in a GEMM worklog record (`workshop.records`). Each kernel's
-target becomes ``fraction`` x its ratio (the lowest ratio when several records are given), rounded to two
-significant digits, so that its reference earns full marks run after run. With ``write``, only the
+target becomes ``fraction`` x its ratio (the lowest ratio when several records are given), rounded up to three
+significant digits: at least that fraction, and at most 1% above it, so that its reference earns full marks
+run after run. With ``write``, only the
 ``target = ...`` lines of the spec's ``[[kernel]]`` tables whose value changes are rewritten (a kernel
 without one gets one after its ``id``), comments and all else kept, and ``[assignment]`` says
 ``targets = "measured"`` and ``measured_in`` names the records. A record must carry the track's current
@@ -13,6 +14,7 @@ without one gets one after its ``id``), comments and all else kept, and ``[assig
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -61,7 +63,13 @@ def lowest_ratios(records: list[Path], spec: AssignmentSpec) -> dict[str, float]
 
 
 def new_targets(ratios: dict[str, float], fraction: float) -> dict[str, float]:
-    return {kid: float(f"{fraction * ratio:.2g}") for kid, ratio in ratios.items()}
+    return {kid: _up_to_three_digits(fraction * ratio) for kid, ratio in ratios.items()}
+
+
+def _up_to_three_digits(value: float) -> float:
+    """``value`` rounded up to three significant digits (0.12513 -> 0.126), at most 1% more."""
+    step = 10.0 ** (math.floor(math.log10(value)) - 2)
+    return float(f"{math.ceil(round(value / step, 6)) * step:.3g}")
 
 
 def rewrite_spec(text: str, targets: dict[str, float], records: list[str], every_kernel: bool = True) -> str:
