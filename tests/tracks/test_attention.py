@@ -225,14 +225,14 @@ def test_known_wrong_solutions_get_their_structural_points(path):
 
 # ---- causal: the masked tiles must be skipped (a counter rule) ------------------------------------------
 
-def tiles_computed(kernel_id: str, causal: bool) -> int:
-    """Key tiles the reference of ``kernel_id`` computes at its perf shape: per block of TILE_Y rows, every
-    tile of TILE_X keys, or (causal) those up to the block's last row."""
+def rows_times_tiles(kernel_id: str, causal: bool) -> int:
+    """Query rows x key tiles the reference of ``kernel_id`` computes at its perf shape, at its own launch: per
+    block of TILE_Y rows, every tile of TILE_X keys, or (causal) those up to the block's last row."""
     kernel = SPEC.kernel(kernel_id)
     batch, heads, seq_q, seq_k, _ = kernel.perf_shape
     keys, rows = kernel.geometry.tile
     ends = [min(seq_k, q0 + rows) if causal else seq_k for q0 in range(0, seq_q, rows)]
-    return batch * heads * sum(-(-end // keys) for end in ends)
+    return batch * heads * rows * sum(-(-end // keys) for end in ends)
 
 
 @pytest.mark.parametrize("causal_id, metric, unmasked_id", [("flash_causal", "fp32_instructions", "flash_forward"),
@@ -240,15 +240,15 @@ def tiles_computed(kernel_id: str, causal: bool) -> int:
 def test_causal_steps_need_their_work_at_most_0_6_of_the_unmasked_reference(causal_id, metric, unmasked_id):
     causal, unmasked = SPEC.kernel(causal_id), SPEC.kernel(unmasked_id)
     assert causal.counter == CounterRule(metric, unmasked_id, 0.6) and metric in counters.METRICS
-    assert causal.perf_shape == unmasked.perf_shape and causal.geometry == unmasked.geometry
+    assert causal.perf_shape == unmasked.perf_shape   # each at its own launch: flash_tc_causal on 64-row blocks
     assert problem(causal.kind).work(causal.perf_shape) / problem(unmasked.kind).work(unmasked.perf_shape) < 0.51
     # skipping the tiles above the block's last row: about half the tiles; computing them all: every one
-    share = tiles_computed(causal_id, True) / tiles_computed(unmasked_id, False)
+    share = rows_times_tiles(causal_id, True) / rows_times_tiles(unmasked_id, False)
     assert 0.5 < share < 0.52 < 0.6
-    assert round(share, 3) == {"flash_causal": 0.504, "flash_tc_causal": 0.516}[causal_id]
+    assert round(share, 3) == {"flash_causal": 0.504, "flash_tc_causal": 0.508}[causal_id]
 
 
-@pytest.mark.parametrize("share, passes", [(0.516, True), (0.6, True), (0.61, False), (1.0, False)])
+@pytest.mark.parametrize("share, passes", [(0.508, True), (0.6, True), (0.61, False), (1.0, False)])
 def test_causal_counter_rule_at_its_edge(monkeypatch, share, passes):
     """`counters.measure` on the causal step: the student's count against the unmasked step's reference, both at
     the perf shape (ncu stubbed: this machine has no GPU)."""

@@ -3,7 +3,8 @@
 // The causal tensor-core kernel that computes every key tile and masks afterwards: correct (a key past the
 // row gets -inf, weight 0), but its mma.sync count at the perf shape is flash_tc's, where skipping the tiles
 // above the diagonal halves it. The counter rule (at most 0.6 x flash_tc's reference's tensor-core
-// instructions) leaves it its correctness point only.
+// instructions) leaves it its correctness point only. It is the reference with its two skips undone: the
+// block's loop runs to seq_k, and the warp's skip test became a bounds check that every tile passes.
 typedef unsigned short bf16;   // the raw bits of a bfloat16
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -67,8 +68,9 @@ __device__ __forceinline__ void attend(float* out, const bf16* q, const bf16* k,
     const float NEG_INF = __int_as_float(0xff800000);
     const int lane = threadIdx.x, warp = threadIdx.y, tid = warp * BLOCK_X + lane;
     const int g = lane / 4, t = lane % 4;   // a fragment's row (and row + 8) and column pair
-    const int q0 = (gridDim.x - 1 - blockIdx.x) * ROWS;   // the longest rows first
-    const long long bh = blockIdx.y;
+    const int launch = blockIdx.y * gridDim.x + blockIdx.x, pairs = gridDim.y;   // (batch, head) pairs
+    const int q0 = (gridDim.x - 1 - launch / pairs) * ROWS;   // the longest rows first, for every head
+    const long long bh = launch % pairs;
     constexpr int CHUNKS = D / 8, KD = D / 16, NS = KEYS / 8, NO = D / 8;
     const bf16* qb = q + bh * seq_q * D;
     const bf16* kb = k + bh * seq_k * D;
@@ -101,8 +103,9 @@ __device__ __forceinline__ void attend(float* out, const bf16* q, const bf16* k,
 #pragma unroll
     for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
 
-    const int tiles = (seq_k + KEYS - 1) / KEYS;   // every tile, also those masked for the whole block
-    const int first_row = q0 + 16 * warp;   // this warp's first row
+    const int k_end = seq_k;   // every tile, also those masked for the whole block
+    const int tiles = (k_end + KEYS - 1) / KEYS;
+    const int first_row = q0 + 16 * warp, last_row = first_row + 15;   // this warp's rows
     for (int j = 0; j < tiles; ++j) {
         cp_async_wait<0>();   // K(j) has landed (this thread's part)
         __syncthreads();      // everyone's K(j); everyone is done with V(j - 1), K(j - 1) and Q's staging
@@ -111,7 +114,7 @@ __device__ __forceinline__ void attend(float* out, const bf16* q, const bf16* k,
         if (j + 1 < tiles) load(k_s(j + 1), kb, KEYS, (j + 1) * KEYS, seq_k);
         cp_async_commit();
 
-        const bool seen = true;   // every warp computes every tile
+        const bool seen = j * KEYS <= last_row + seq_k;   // the bug: a bounds check, true for every tile
         unsigned p[KEYS / 16][4];   // P as A fragments: keys 16c .. 16c + 15 are S's n-tiles 2c, 2c + 1
         if (seen) {
             const bf16* ks = k_s(j);
@@ -202,7 +205,7 @@ __device__ __forceinline__ void attend(float* out, const bf16* q, const bf16* k,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 1)
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 2)
 flash_tc_causal(float* out, const bf16* q, const bf16* k, const bf16* v, int batch, int heads, int seq_q,
                 int seq_k, int head_dim)
 {
