@@ -28,6 +28,11 @@ OUT="${OUT:-benchmarks/results}"
 if ! command -v bwrap >/dev/null && [ -z "${WORKSHOP_BWRAP:-}" ]; then
   dpkg -x .debs/bubblewrap_*.deb /tmp/bw && export WORKSHOP_BWRAP=/tmp/bw/usr/bin/bwrap
 fi
+# wheels installed with `pip --target DIR` (the device's prelude) keep nbconvert's templates in DIR/share/jupyter,
+# which is not on Jupyter's data path: without it `nbgrader generate_feedback` finds no template
+for site in ${PYTHONPATH//:/ }; do
+  [ -d "$site/share/jupyter" ] && export JUPYTER_PATH="$site/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
+done
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 OUT
 rc=0
 run() {   # name, timeout, pytest arguments...
