@@ -1,13 +1,14 @@
 """Benchmark the GEMM worklog's reference kernels with the grader itself, on a GPU worker.
 
-    python -m benchmarks.gemm_bench [--sizes 4096 2048x1024x512 ...] [--budget-s 2] [--out DIR]
-                                    [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
-    python -m benchmarks.gemm_bench --track tensorcores --sizes 4096 8192 --timing-only
+    WORKSHOP_SANDBOX=off python -m benchmarks.gemm_bench [--sizes 4096 2048x1024x512 ...] [--budget-s 2]
+                                    [--out DIR] [--merge FILE.json] [--no-ncu] [--ncu-only] [--variants]
+    WORKSHOP_SANDBOX=off python -m benchmarks.gemm_bench --track tensorcores --sizes 4096 8192 --timing-only
     python -m benchmarks.gemm_bench --track tensorcores --profile warptiling cublas
     python -m benchmarks.gemm_bench --profile warptiling variant0 cublas    # ncu's sections, as text
 
-(from the repository root). Grades every reference kernel (each in its own child, exactly as a submission
-is graded, cuBLAS SGEMM timed in the same child) at each size, where ``ncu`` exists counts the
+(from the repository root; unsandboxed, since it grades the course's own references with a copy of the spec
+under /tmp, which the sandboxed child cannot read). Grades every reference kernel (each in its own child,
+exactly as a submission is graded, cuBLAS SGEMM timed in the same child) at each size, where ``ncu`` exists counts the
 shared-memory bank conflicts of the vectorized, linearize, swizzle and warp-tiling references
 (`workshop.ncu`), and writes ``benchmarks/results/gemm-<date>.json`` (and a copy in ``--out``) with the
 GPU, date, versions, each kernel's GFLOP/s, % of cuBLAS, score and a suggested target (95% of the measured
@@ -39,6 +40,7 @@ from graders.cuda_engine import sass
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import load_spec
 from graders.gpu import detect_gpu
+from graders.sandbox.run import sandbox_enabled
 from graders.settings import ROOT
 from workshop import ncu
 from workshop.records import gemm_row, gemm_size_entry, gemm_table, label, new_gemm_record, write_gemm_record
@@ -219,6 +221,11 @@ def main() -> int:
     if args.profile:
         print(ncu_profile(args.profile, args.track))
         return 0
+    if sandbox_enabled() and (args.sizes or args.variants):
+        print("gemm_bench: grading at other sizes and launches reads a copy of the spec that the sandboxed grading "
+              "child cannot see (it lies under the private /tmp); the references are the course's own code, so "
+              "run it with WORKSHOP_SANDBOX=off")
+        return 2
     record = json.loads(args.merge.read_text()) if args.merge and args.merge.exists() else None
     ok = True
     with tempfile.TemporaryDirectory(prefix="gemm-bench-") as tmp:

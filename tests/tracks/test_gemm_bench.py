@@ -2,6 +2,8 @@
 that differs only in its perf_shape, grading the same references."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from benchmarks.gemm_bench import spec_for_size
@@ -21,3 +23,14 @@ def test_a_size_copy_of_the_spec_changes_only_the_perf_shape(track, tmp_path):
         assert (kernel.kind, kernel.function, kernel.target, kernel.floor, kernel.check_shapes) == (
             original.kernel(kid).kind, original.kernel(kid).function, original.kernel(kid).target,
             original.kernel(kid).floor, original.kernel(kid).check_shapes)
+
+
+def test_grading_at_other_sizes_asks_for_the_sandbox_off(monkeypatch, capsys):
+    """The size copies lie under /tmp, private in the grading child's sandbox: sandboxed, every kernel would be a
+    grader error, so the benchmark stops first and says how to run it."""
+    from benchmarks import gemm_bench
+    monkeypatch.setattr(gemm_bench, "detect_gpu", lambda: "a GPU")
+    monkeypatch.delenv("WORKSHOP_SANDBOX", raising=False)
+    monkeypatch.setattr(sys, "argv", ["gemm_bench", "--track", "tensorcores", "--sizes", "8192", "--timing-only"])
+    assert gemm_bench.main() == 2
+    assert "run it with WORKSHOP_SANDBOX=off" in capsys.readouterr().out
