@@ -222,7 +222,7 @@ def main() -> int:
         print(ncu_profile(args.profile, args.track))
         return 0
     if sandbox_enabled() and (args.sizes or args.variants):
-        print("gemm_bench: grading at other sizes and launches reads a copy of the spec that the sandboxed grading "
+        print("gemm_bench: every size and launch is graded with a copy of the spec that the sandboxed grading "
               "child cannot see (it lies under the private /tmp); the references are the course's own code, so "
               "run it with WORKSHOP_SANDBOX=off")
         return 2
