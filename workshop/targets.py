@@ -7,8 +7,9 @@ target becomes ``fraction`` x its ratio (the lowest ratio when several records a
 significant digits: at least that fraction, and at most 1% above it, so that its reference earns full marks
 run after run. With ``write``, only the ``target = ...`` lines of the spec's ``[[kernel]]`` tables whose
 value changes are rewritten (a kernel without one gets one after its ``id``), comments and all else kept,
-and ``[assignment]`` says ``targets = "measured"`` and ``measured_in`` names the records. A record must carry the track's current
-`workshop.records.measurement_code`: targets are never set from numbers the current code did not measure.
+and ``[assignment]`` says ``targets = "measured"`` and ``measured_in`` names the records. A record must carry
+the track's current `workshop.records.measurement_code`: targets are never set from numbers the current code
+did not measure.
 """
 from __future__ import annotations
 
