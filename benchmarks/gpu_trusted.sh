@@ -15,6 +15,10 @@
 #   bash benchmarks/gpu_trusted.sh grading TRACK   # tests/gpu/test_TRACK_gpu.py: every reference and known-wrong
 #                                              # solution through grade_kernel, the track's table and record
 #                                              # (tensorcores and attention each take about 6-7 minutes)
+#   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
+#                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
+#                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
+#                                              # against; profiles kernels named like NCU_KERNELS (a regex)
 #   bash benchmarks/gpu_trusted.sh TRACK       # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
 #                                              # reference, stub, every known-wrong solution (transpose also: a
 #                                              # correct-but-slow submission and the score/timer forger)
@@ -82,6 +86,16 @@ case "${1:-cases}" in
   grading)
     [ -f "tests/gpu/test_${2:-}_gpu.py" ] || { echo "usage: $0 grading TRACK (tests/gpu/test_TRACK_gpu.py)" >&2; exit 2; }
     run "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" ;;
+  profile)
+    [ $# -ge 4 ] || { echo "usage: $0 profile TRACK SHAPE KERNEL..." >&2; exit 2; }
+    track=$2 shape=$3; shift 3
+    ncu=$(python3 -c "from graders.cuda_engine.sass import find_tool; print(find_tool('ncu') or 'ncu')")
+    sections=(SpeedOfLight MemoryWorkloadAnalysis ComputeWorkloadAnalysis Occupancy LaunchStats SchedulerStats
+              WarpStateStats)
+    timeout 300 "$ncu" --clock-control none "${sections[@]/#/--section=}" -k "regex:${NCU_KERNELS:-flash|attention}" \
+      python3 -m workshop.ncu --baseline "$track" "$shape" "$@" > "$OUT/profile-$track-$shape.txt" 2>&1 || rc=1
+    echo "[gpu_trusted] profile $track $shape: $(grep -c 'Section: GPU Speed Of Light' "$OUT/profile-$track-$shape.txt") kernels"
+    exit $rc ;;
   transpose)
     run transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py tests/gpu/test_transpose_nbgrader_gpu.py \
       -k transpose ;;

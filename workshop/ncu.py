@@ -2,6 +2,7 @@
 that ncu profiles. ncu runs this module as that child:
 
     python -m workshop.ncu TRACK SHAPE KERNEL_ID...     # e.g. gemm 2048x2048x2048 vectorized swizzle
+    python -m workshop.ncu --baseline attention 4x16x4096x4096x128 flash_tc   # and SDPA, which it is timed against
 
 Only the launches its ``-k`` filter names (the kernels' ``extern "C"`` names) are profiled, so torch's own
 kernels (random inputs, NaN fills) are not. `gemm_bank_conflicts` is the GEMM worklog record's ``ncu`` entry.
@@ -35,6 +36,17 @@ def launch_kernel(kernel, geometry, shape) -> None:
     """Launch ``kernel``'s reference once at ``shape`` with ``geometry`` (a `KernelSpec`, a `Geometry`)."""
     from graders.cuda_engine.launch_child import launch_once
     launch_once(kernel, geometry, kernel.reference.read_text(), shape, seed=1)
+
+
+def launch_baseline(kernel, shape) -> None:
+    """Launch the library operation ``kernel`` is timed against (its problem's baseline) once at ``shape``."""
+    import torch
+
+    from graders.cuda_engine.problems import problem
+    definition = problem(kernel.kind)
+    inputs = definition.make_inputs(shape, torch.Generator(device="cuda").manual_seed(1))
+    definition.baseline(torch.empty(definition.out_shape(shape), device="cuda"), inputs)
+    torch.cuda.synchronize()
 
 
 def measure(track: str, kernel_ids, shape, metrics, timeout_s: float) -> NcuRun:
@@ -83,11 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("track")
     parser.add_argument("shape", help="e.g. 2048x2048x2048")
     parser.add_argument("kernel_ids", nargs="+")
+    parser.add_argument("--baseline", action="store_true", help="after each kernel, its library baseline once")
     args = parser.parse_args(argv)
     spec = load_spec(args.track)
     shape = tuple(int(n) for n in args.shape.split("x"))
     for kid in args.kernel_ids:
         launch_kernel(spec.kernel(kid), spec.kernel(kid).geometry, shape)
+        if args.baseline:
+            launch_baseline(spec.kernel(kid), shape)
     return 0
 
 
