@@ -2,8 +2,11 @@
 submissions several tests autograde alike (`GRADED`). A test takes its own copy (`CourseCopy`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nbgrader_course import GRADED, CourseCopy
+from once import built_once
 
 from workshop.course import Course
 
@@ -15,10 +18,11 @@ def released_puzzles(released, tmp_path_factory) -> Course:
 
 
 @pytest.fixture(scope="session")
-def graded_puzzles(released_puzzles, tmp_path_factory) -> Course:
-    """The released course with `GRADED` submitted and autograded by real nbgrader."""
-    course = CourseCopy(released_puzzles.root, tmp_path_factory.mktemp("graded-puzzles") / "course")
-    for student, answers in GRADED.items():
-        course.submit(student, answers)
-        course.autograde(student)
-    return course
+def graded_puzzles(released, tmp_path_factory) -> Path:
+    """The folder of a released course with `GRADED` submitted and autograded by real nbgrader."""
+    def grade(folder: Path) -> None:
+        course = CourseCopy(released["puzzles"], folder)
+        for student, answers in GRADED.items():
+            course.submit(student, answers)
+            course.autograde(student)
+    return built_once(tmp_path_factory, "graded-puzzles", grade)

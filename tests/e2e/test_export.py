@@ -20,7 +20,7 @@ CLASS = {**GRADED, "partial": submissions.wrong_answers("zip_subtracts", "poolin
 
 @pytest.fixture(scope="module")
 def exported(graded_puzzles, tmp_path_factory):
-    course = CourseCopy(graded_puzzles.root, tmp_path_factory.mktemp("export") / "course")   # GRADED autograded
+    course = CourseCopy(graded_puzzles, tmp_path_factory.mktemp("export") / "course")   # GRADED autograded
     course.submit("partial", CLASS["partial"])
     course.autograde("partial")
     course.add_student("absent", "Absent", "Test")   # handed nothing in

@@ -20,7 +20,7 @@ TOTAL = 3 * len(catalogue.PUZZLES)
 @pytest.fixture(scope="module")
 def course(graded_puzzles, tmp_path_factory):
     """A course with the reference and the untouched stub autograded (`GRADED`)."""
-    return CourseCopy(graded_puzzles.root, tmp_path_factory.mktemp("pipeline") / "course")
+    return CourseCopy(graded_puzzles, tmp_path_factory.mktemp("pipeline") / "course")
 
 
 def test_release_has_no_solution_code_and_no_hidden_tests(course):
