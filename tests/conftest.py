@@ -22,6 +22,15 @@ os.environ.setdefault("WORKSHOP_CELL_TIMEOUT", "20")
 LONGEST_FIRST = ["tests/fleet/test_fleet_grading.py"]
 
 
+def pytest_xdist_auto_num_workers(config):
+    """The workers of ``-n auto`` (addopts in pyproject.toml): three, also on 2 cores (the tests mostly wait on
+    subprocesses); none on a GPU machine, where a timed test must have the GPU to itself.
+    PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides instead (pytest-xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return 0 if HAVE_GPU else 3
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)
     if HAVE_GPU:
