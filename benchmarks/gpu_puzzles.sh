@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The puzzles track autograded by nbgrader on a GPU worker. From the repo root, after the wheels prelude
-# (../shared/device/wheels.sh builds .whl/ with nbgrader and numpy 2.4):
+# (../shared/device/wheels.sh pytest-xdist==3.8.0 builds .whl/ with nbgrader, numpy 2.4 and the xdist plugin that
+# pytest's addopts name):
 #   source .whl/prelude.sh && bash benchmarks/gpu_puzzles.sh
 # Writes $OUT/puzzles-gpu-tests.log and benchmarks/results/puzzles-nbgrader-gpu-<date>.json (also in $OUT).
 set -u -o pipefail

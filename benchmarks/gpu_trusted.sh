@@ -11,7 +11,8 @@
 #                                              # submissions, then 1 and 2 simulator workers on the puzzles;
 #                                              # redis-server from Debian's .debs carried in .debs (below), the
 #                                              # course's SQLite gradebook; .whl built with the fleet's packages:
-#                                              # ../shared/device/wheels.sh "celery[redis]==5.7.0" redis==8.1.0 rich==15.0.0
+#                                              # ../shared/device/wheels.sh "celery[redis]==5.7.0" redis==8.1.0 rich==15.0.0 \
+#                                              #   pytest-xdist==3.8.0 (every stage: pytest's addopts name -n)
 #   bash benchmarks/gpu_trusted.sh grading TRACK   # tests/gpu/test_TRACK_gpu.py: every reference and known-wrong
 #                                              # solution through grade_kernel, the track's table and record
 #                                              # (tensorcores and attention each take about 6-7 minutes)
