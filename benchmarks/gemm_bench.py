@@ -5,6 +5,7 @@
     WORKSHOP_SANDBOX=off python -m benchmarks.gemm_bench --track tensorcores --sizes 4096 8192 --timing-only
     python -m benchmarks.gemm_bench --track tensorcores --profile warptiling cublas
     python -m benchmarks.gemm_bench --profile warptiling variant0 cublas    # ncu's sections, as text
+    WORKSHOP_SANDBOX=off python -m benchmarks.gemm_bench --track tensorcores --sizes --variants --timing-only
 
 (from the repository root; unsandboxed, since it grades the course's own references with a copy of the spec
 under /tmp, which the sandboxed child cannot read). Grades every reference kernel (each in its own child,
@@ -21,7 +22,7 @@ worklog (its record ``tensorcores-<date>.json``); ``--timing-only`` grades witho
 counter rules, which the track's GPU tests check, so that large sizes take minutes, not tens of them.
 ``--merge`` adds the sizes (and ncu counts) measured here to a JSON written earlier (by
 ``tests/gpu/test_gemm_gpu.py``) and rewrites it and its chart.
-``--variants`` grades the warp-tiling reference at other launches (WARPTILING_VARIANTS); ``--profile``
+``--variants`` grades the track's warp-tiling reference at other launches (VARIANTS); ``--profile``
 prints Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for references,
 variants and cuBLAS's own kernel at 4096^3.
 """
@@ -57,9 +58,10 @@ def parse_size(text: str) -> tuple[int, int, int]:
     return tuple(parts)
 
 
-# Launches of the warp-tiling reference tried by --variants: (block, tile, params). TM x TN outputs per thread
-# is (TILE_Y / BLOCK_Y) x (TILE_X / BLOCK_X).
-WARPTILING_VARIANTS = [
+# Launches of each track's warp-tiling reference tried by --variants: (block, tile, params). In the GEMM
+# worklog TM x TN outputs per thread is (TILE_Y / BLOCK_Y) x (TILE_X / BLOCK_X); in the tensor-core worklog a
+# warp computes WM x WN of C in (TILE_Y / WM) x (TILE_X / WN) warps, and STAGES slabs of BK = 32 fit 48 KiB.
+VARIANTS = {"gemm": [
     ((16, 16), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),    # 256 threads, 8 x 16 each (the spec's launch)
     ((16, 16), (256, 128), {"BK": 16, "WM": 64, "WN": 64}),
     ((16, 16), (256, 128), {"BK": 8, "WM": 32, "WN": 128}),
@@ -68,12 +70,21 @@ WARPTILING_VARIANTS = [
     ((16, 8), (128, 128), {"BK": 8, "WM": 64, "WN": 64}),     # 128 threads, 16 x 8 each, 128 x 128 tile
     ((16, 8), (128, 128), {"BK": 8, "WM": 32, "WN": 128}),
     ((16, 16), (128, 128), {"BK": 8, "WM": 64, "WN": 32}),    # 256 threads, 8 x 8 each, 128 x 128 tile
-]
+], "tensorcores": [
+    ((32, 4), (128, 128), {"BK": 32, "WM": 64, "WN": 64, "STAGES": 3}),   # the spec's launch: 4 warps, 236 registers
+    ((32, 4), (128, 128), {"BK": 32, "WM": 64, "WN": 64, "STAGES": 2}),
+    ((32, 8), (256, 128), {"BK": 32, "WM": 64, "WN": 64, "STAGES": 2}),   # 8 warps on 128 x 256 of C
+    ((32, 8), (128, 256), {"BK": 32, "WM": 64, "WN": 64, "STAGES": 2}),
+    ((32, 8), (128, 128), {"BK": 32, "WM": 64, "WN": 32, "STAGES": 3}),   # 8 warps of 128 registers, 2 blocks an SM
+    ((32, 8), (128, 128), {"BK": 32, "WM": 32, "WN": 64, "STAGES": 3}),
+    ((32, 4), (128, 64), {"BK": 32, "WM": 32, "WN": 64, "STAGES": 4}),
+    ((32, 4), (64, 128), {"BK": 32, "WM": 64, "WN": 32, "STAGES": 4}),
+]}
 
 
 def spec_for_size(shape, folder: Path, free_warptiling: bool = False, track: str = "gemm") -> Path:
     """A copy of ``track``'s spec whose perf_shape is ``shape`` (kernel references made absolute); with
-    ``free_warptiling`` the GEMM warp-tiling kernel's block, tile and params may be set when grading."""
+    ``free_warptiling`` the warp-tiling kernel's block, tile and params may be set when grading."""
     spec = load_spec(track)
     text = spec.path.read_text()
     text, n = re.subn(r"^perf_shape = \[.*\]$", f"perf_shape = [{', '.join(map(str, shape))}]", text, flags=re.M)
@@ -81,13 +92,14 @@ def spec_for_size(shape, folder: Path, free_warptiling: bool = False, track: str
         raise RuntimeError(f"could not find the [assignment] perf_shape line in the {track} spec")
     if free_warptiling:   # and checked at multiples of 256 x 256 x 32, so that 256-row or -column tiles fit
         head, sep, tail = text.partition('id = "warptiling"')
-        tail, n = re.subn(r'^(function = "sgemm_warptiling")$', r"\1\nstudent_geometry = true", tail, count=1,
+        function = spec.kernel("warptiling").function
+        tail, n = re.subn(rf'^(function = "{function}")$', r"\1\nstudent_geometry = true", tail, count=1,
                           flags=re.M)
         tail, m = re.subn(r"^check_shapes = .*$",
                           "check_shapes = [[1024, 1024, 1024], [256, 512, 96], [512, 256, 1056]]", tail, count=1,
                           flags=re.M)
         if not sep or n != 1 or m != 1:
-            raise RuntimeError("could not find the warp-tiling kernel's function and check_shapes in the GEMM spec")
+            raise RuntimeError(f"could not find the warp-tiling kernel's function and check_shapes in {spec.path}")
         text = head + sep + tail
     text = re.sub(r'^reference = "(.*)"$', lambda m: f'reference = "{(spec.path.parent / m.group(1)).resolve()}"',
                   text, flags=re.M)
@@ -96,12 +108,12 @@ def spec_for_size(shape, folder: Path, free_warptiling: bool = False, track: str
     return path
 
 
-def grade_variants(shape, folder: Path, budget_s: float, log=print) -> list[dict]:
-    """The warp-tiling reference graded at each WARPTILING_VARIANTS launch."""
-    spec_file = spec_for_size(shape, folder, free_warptiling=True)
+def grade_variants(shape, folder: Path, budget_s: float, track: str = "gemm", log=print) -> list[dict]:
+    """``track``'s warp-tiling reference graded at each of its VARIANTS launches."""
+    spec_file = spec_for_size(shape, folder, free_warptiling=True, track=track)
     source = load_spec(spec_file).kernel("warptiling").reference.read_text()
     found = []
-    for block, tile, params in WARPTILING_VARIANTS:
+    for block, tile, params in VARIANTS[track]:
         row = gemm_row(grade_kernel(spec_file, "warptiling", source, block=block, tile=tile, params=params,
                                     budget_s=budget_s).as_dict())
         found.append({"block": list(block), "tile": list(tile), "params": params, "shape": label(shape)} | row)
@@ -135,7 +147,7 @@ def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, lo
 
 def ncu_launch(subjects: list[str], shape, track: str = "gemm") -> None:
     """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id of ``track`` (its
-    reference at the spec's launch), ``variant<i>`` (the GEMM warp-tiling reference at WARPTILING_VARIANTS[i])
+    reference at the spec's launch), ``variant<i>`` (the track's warp-tiling reference at VARIANTS[track][i])
     or ``cublas`` (the GEMM worklog's SGEMM, TF32 off; the tensor-core worklog's baseline of its warp-tiling
     step's format)."""
     import torch
@@ -156,7 +168,7 @@ def ncu_launch(subjects: list[str], shape, track: str = "gemm") -> None:
             torch.cuda.synchronize()
         elif subject.startswith("variant"):
             kernel = spec.kernel("warptiling")
-            block, tile, params = WARPTILING_VARIANTS[int(subject[len("variant"):])]
+            block, tile, params = VARIANTS[track][int(subject[len("variant"):])]
             ncu.launch_kernel(kernel, resolve_geometry(replace(kernel, student_geometry=True), block, tile, params),
                               shape)
         else:
@@ -197,7 +209,7 @@ def main() -> int:
     parser.add_argument("--merge", type=Path, help="add to this JSON (from the GPU tests) instead of a new one")
     parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--variants", action="store_true",
-                        help="also grade the warp-tiling reference at the launches in WARPTILING_VARIANTS")
+                        help="also grade the warp-tiling reference at the launches in VARIANTS[track]")
     parser.add_argument("--variants-size", type=parse_size, default=(4096,) * 3)
     parser.add_argument("--ncu-only", action="store_true", help="only count bank conflicts")
     parser.add_argument("--profile", nargs="+", metavar="SUBJECT",
@@ -209,9 +221,8 @@ def main() -> int:
     if args.ncu_launch:
         ncu_launch(args.ncu_launch, args.ncu_shape, args.track)
         return 0
-    if args.track != "gemm" and (args.variants or args.ncu_only or any(p.startswith("variant")
-                                                                      for p in args.profile or ())):
-        parser.error("--variants, --ncu-only and --profile's variants are the GEMM worklog's")
+    if args.track != "gemm" and args.ncu_only:
+        parser.error("--ncu-only counts the GEMM worklog's bank conflicts")
     if detect_gpu() is None:
         print("gemm_bench: no CUDA GPU here; run it on a GPU worker")
         return 3
@@ -239,8 +250,8 @@ def main() -> int:
         if args.variants:
             shape = args.variants_size
             print(f"warp-tiling variants at {label(shape)}:")
-            record = record or new_gemm_record(None)
-            record["warptiling_variants"] = grade_variants(shape, Path(tmp), args.budget_s)
+            record = record or new_gemm_record(None, args.track)
+            record["warptiling_variants"] = grade_variants(shape, Path(tmp), args.budget_s, args.track)
     if not args.no_ncu and args.track == "gemm":
         record["ncu"] = ncu.gemm_bank_conflicts()
     path = write_gemm_record(record, args.out, args.merge.name if args.merge else None)

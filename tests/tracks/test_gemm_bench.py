@@ -34,3 +34,23 @@ def test_grading_at_other_sizes_asks_for_the_sandbox_off(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["gemm_bench", "--track", "tensorcores", "--sizes", "8192", "--timing-only"])
     assert gemm_bench.main() == 2
     assert "run it with WORKSHOP_SANDBOX=off" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("track", ["gemm", "tensorcores"])
+def test_every_variant_launch_compiles_without_spills_and_tiles_the_free_specs_checks(track, tmp_path):
+    """`--variants` grades the warp-tiling reference at each VARIANTS launch with a spec copy that lets the launch
+    be chosen: every launch must be one the spec accepts, compile for sm_90 without spills, and tile every check
+    shape of that copy exactly (the references assume whole tiles)."""
+    from benchmarks.gemm_bench import VARIANTS
+    from graders.cuda_engine.compile import compile_cuda
+    from graders.cuda_engine.spec import resolve_geometry
+    kernel = load_spec(spec_for_size((4096,) * 3, tmp_path, free_warptiling=True, track=track)).kernel("warptiling")
+    assert kernel.student_geometry
+    source = kernel.reference.read_text()
+    for block, tile, params in VARIANTS[track]:
+        geometry = resolve_geometry(kernel, block, tile, params)
+        for m, n, k in kernel.check_shapes:
+            assert m % tile[1] == 0 and n % tile[0] == 0 and k % params["BK"] == 0, (block, tile, (m, n, k))
+        r = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(),
+                         arch="sm_90").resources[kernel.function]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (block, tile, params, r)
