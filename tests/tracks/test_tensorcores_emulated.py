@@ -46,13 +46,15 @@ pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++")
 
 EXTRA = r"""
 #include <cstdint>
-// ldmatrix from a 32-bit shared-memory address (what this track's smem() gives: shared arrays are static
+// ldmatrix and cp.async from a 32-bit shared-memory address (what this track's smem() gives: shared arrays are static
 // storage here, below 4 GiB in a non-PIE executable)
 inline void ldmatrix_x4(unsigned (&r)[4], unsigned addr) { emu_ldmatrix_x4(r, (const void*)(uintptr_t)addr, false); }
 inline void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr)
 {
     emu_ldmatrix_x4(r, (const void*)(uintptr_t)addr, true);
 }
+// cp.async to a 32-bit shared-memory address
+inline void cp_async16(unsigned dst, const void* src) { cp_async16((void*)(uintptr_t)dst, src); }
 
 inline float emu_f16_value(unsigned h)
 {
