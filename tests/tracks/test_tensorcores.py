@@ -3,6 +3,8 @@ precision menu's: TF32, fp8), every reference compiled for sm_90 with the SASS i
 makes of an e4m3 mma.sync, the known-wrong solutions' structural points."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -206,6 +208,37 @@ def test_reference_sass_shows_what_its_step_teaches(compiled, kernel_id):
         assert 0 < ops["F2FP.F16.E4M3.UNPACK_B"] <= ops["HMMA.16816.F32"]
     if "ldgsts" not in TAUGHT[kernel_id]:
         assert sass.opcode_count(text, "LDGSTS") == 0
+
+
+_SASS_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+
+
+def k_loop(text: str) -> tuple[int, int, int]:
+    """(instructions, HMMA, loops inside it) of the SASS loop that holds the most HMMA: the K loop. A loop is an
+    instruction range closed by a backward branch."""
+    code = [(int(m.group(1), 16), m.group(2).split(".")[0], m.group(3))
+            for m in map(_SASS_LINE.search, text.splitlines()) if m]
+    loops = [(int(target.group(1), 16), at) for at, op, operands in code
+             if op == "BRA" and (target := re.search(r"0x([0-9a-f]+)", operands)) and int(target.group(1), 16) < at]
+    start, end = max(loops, key=lambda loop: sum(loop[0] <= at <= loop[1] and op == "HMMA" for at, op, _ in code))
+    body = [op for at, op, _ in code if start <= at <= end]
+    inner = [loop for loop in loops if loop != (start, end) and start <= loop[0] and loop[1] <= end]
+    return len(body), body.count("HMMA"), len(inner)
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("kernel_id", ["warptiling", "fp16"])
+def test_step_6s_k_loop_is_little_more_than_ldmatrix_and_mma(compiled, kernel_id):
+    """What step 6 teaches beyond its warp tile: copy loops with compile-time trip counts and ldmatrix offsets
+    computed once leave no loop inside the K loop and fewer than 2.5 instructions an HMMA (with step 5's copy
+    loops, step 6's K loop held 444 instructions for 64 HMMA and two loops, and issued 5.6 an mma.sync on the
+    H200: benchmarks/results/tensorcores-gpu-20261204.md)."""
+    function = SPEC.kernel(kernel_id).function
+    instructions, hmma, inner = k_loop(sass.disassemble(compiled[kernel_id].cubin)[function])
+    assert inner == 0 and hmma == 64
+    assert instructions / hmma < 2.5, f"{instructions} instructions for {hmma} HMMA"
+    _, _, pipeline_inner = k_loop(sass.disassemble(compiled["pipeline"].cubin)[SPEC.kernel("pipeline").function])
+    assert pipeline_inner == 2   # the parser sees step 5's runtime copy loops
 
 
 @needs_sass_tools
