@@ -23,7 +23,7 @@ counter rules, which the track's GPU tests check, so that large sizes take minut
 ``--merge`` adds the sizes (and ncu counts) measured here to a JSON written earlier (by
 ``tests/gpu/test_gemm_gpu.py``) and rewrites it and its chart.
 ``--variants`` grades the track's warp-tiling reference at other launches (VARIANTS); ``--profile``
-prints Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for references,
+prints Nsight Compute's sections (speed of light, memory, occupancy, warp stalls...) for references,
 variants and cuBLAS's own kernel at 4096^3.
 """
 from __future__ import annotations
@@ -172,15 +172,13 @@ def ncu_launch(subjects: list[str], shape, track: str = "gemm") -> None:
 
 
 def ncu_profile(subjects: list[str], track: str = "gemm", timeout_s: float = 240) -> str:
-    """Nsight Compute's speed-of-light, occupancy, scheduler and warp-stall sections for ``subjects``
+    """Nsight Compute's sections (`workshop.ncu.PROFILE_SECTIONS`) for ``subjects``
     (see `ncu_launch`) at PROFILE_SHAPE, as ncu prints them. Every kernel whose name looks like a GEMM's is
     profiled (ours are sgemm_* and tc_*; cuBLAS's name their tile, e.g. sm90_xmma_gemm_*, *_sgemm_*, nvjet_*)."""
     ncu_binary = sass.find_tool("ncu")
     if not ncu_binary:
         return "ncu not found on this machine"
-    sections = ("SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "SchedulerStats",
-                "WarpStateStats")
-    cmd = [str(ncu_binary), "--clock-control", "none", *(a for s in sections for a in ("--section", s)),
+    cmd = [str(ncu_binary), "--clock-control", "none", *(a for s in ncu.PROFILE_SECTIONS for a in ("--section", s)),
            "-k", "regex:gemm|xmma|cutlass|sm90|nvjet|^tc_",
            sys.executable, "-m", "benchmarks.gemm_bench", "--track", track, "--ncu-launch", *subjects,
            "--ncu-shape", label(PROFILE_SHAPE)]

@@ -91,8 +91,7 @@ case "${1:-cases}" in
     [ $# -ge 4 ] || { echo "usage: $0 profile TRACK SHAPE KERNEL..." >&2; exit 2; }
     track=$2 shape=$3; shift 3
     ncu=$(python3 -c "from graders.cuda_engine.sass import find_tool; print(find_tool('ncu') or 'ncu')")
-    sections=(SpeedOfLight MemoryWorkloadAnalysis ComputeWorkloadAnalysis Occupancy LaunchStats SchedulerStats
-              WarpStateStats)
+    sections=($(python3 -c "from workshop.ncu import PROFILE_SECTIONS; print(*PROFILE_SECTIONS)"))
     timeout 300 "$ncu" --clock-control none "${sections[@]/#/--section=}" -k "regex:${NCU_KERNELS:-flash|attention}" \
       python3 -m workshop.ncu --baseline "$track" "$shape" "$@" > "$OUT/profile-$track-$shape.txt" 2>&1 || rc=1
     echo "[gpu_trusted] profile $track $shape: $(grep -c 'Section: GPU Speed Of Light' "$OUT/profile-$track-$shape.txt") kernels"

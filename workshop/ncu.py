@@ -21,6 +21,10 @@ from graders.settings import ROOT
 GEMM_BANK_METRICS = dict(zip(("ld", "st"), METRICS["shared_bank_conflicts"][0]))
 GEMM_BANK_KERNELS = ("vectorized", "linearize", "swizzle", "warptiling")
 GEMM_BANK_SHAPE = (2048, 2048, 2048)
+# what a profile of a reference and its baseline prints (gemm_bench --profile, gpu_trusted.sh profile): where
+# time goes (speed of light, memory, compute), how many warps run and why they stall
+PROFILE_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats",
+                    "SchedulerStats", "WarpStateStats")
 
 
 @dataclass
