@@ -148,20 +148,13 @@ def grade_references(spec_file: str | Path, budget_s: float, kernel_ids=None, lo
 def ncu_launch(subjects: list[str], shape, track: str = "gemm") -> None:
     """Run under ncu: launch each subject once at ``shape``. A subject is a kernel id of ``track`` (its
     reference at the spec's launch), ``variant<i>`` (the track's warp-tiling reference at VARIANTS[track][i])
-    or ``cublas`` (the GEMM worklog's SGEMM, TF32 off; the tensor-core worklog's baseline of its warp-tiling
-    step's format)."""
-    import torch
-
+    or ``cublas`` (the baseline the warp-tiling step is timed against: cuBLAS SGEMM with TF32 off in the GEMM
+    worklog, cuBLAS in that step's format in the tensor-core one)."""
     from graders.cuda_engine.spec import resolve_geometry
     spec = load_spec(track)
     for subject in subjects:
-        if subject == "cublas" and track != "gemm":
+        if subject == "cublas":
             ncu.launch_baseline(spec.kernel("warptiling"), shape)
-        elif subject == "cublas":
-            torch.backends.cuda.matmul.allow_tf32 = False
-            a, b = torch.randn(shape[0], shape[2], device="cuda"), torch.randn(shape[2], shape[1], device="cuda")
-            torch.matmul(a, b)
-            torch.cuda.synchronize()
         elif subject.startswith("variant"):
             kernel = spec.kernel("warptiling")
             block, tile, params = VARIANTS[track][int(subject[len("variant"):])]
