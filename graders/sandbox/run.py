@@ -3,22 +3,16 @@
 `sandbox_argv` gives the argv that runs a command confined (`Confinement` says how): its own user
 namespace (uid 65534, all capabilities dropped, no nested user namespaces), pid, network (loopback only),
 IPC, UTS and cgroup namespaces, a new session, a fresh session keyring, and death with its parent. The
-filesystem is the host's, read-only (``/proc`` too, except the sandbox's own processes' entries), with a
-private tmpfs ``/tmp`` (the default working directory and ``HOME``) and ``/dev/shm``, and a minimal
-``/dev`` (plus the NVIDIA device nodes for a GPU sandbox). Hidden behind empty read-only tmpfs: this
-repository (the course directory: solutions, gradebook, submissions), the nbgrader course directory the
-caller runs in, every ``Confinement.hide`` directory, ``WORKSHOP_ROOT``, an SQLite gradebook named by
-``WORKSHOP_GRADEBOOK_URL``, the invoking user's home and runtime directories (Jupyter connection files),
-and ``/run`` (services' unix sockets, which a read-only mount does not protect); ``/etc/shadow``,
-``/etc/gshadow`` and the SSH host keys are unreadable. Re-exposed read-only inside those: the Python
-installation (``sys.prefix``, ``sys.base_prefix``, ``sys.exec_prefix``), directories on ``sys.path`` and
-``PYTHONPATH`` that are not a hidden root, do not contain one and are not a course's private folder
-(`COURSE_PRIVATE`), the code package ``graders/``, and each track's grader files
-(``tracks/*/spec.toml``, ``structure.toml``, ``problem.py``: `graders.tracks.GRADER_FILES`, file by file,
-since the solutions sit beside them). The environment is an allowlist without secrets (`graders.sandbox.confine.sandbox_environment`).
+filesystem is an allowlist (`graders.sandbox.visible`): an empty read-only root with the system's programs and
+libraries, a few files of ``/etc``, the Python installation, the grader's code and its tracks' grader files bound
+read-only, a fresh ``/proc`` (read-only except the sandbox's own processes' entries), a minimal ``/dev`` (plus the
+NVIDIA device nodes, ``/sys``, the driver's libraries and the tools a child runs under for a GPU sandbox), and a
+private tmpfs ``/tmp`` (the default working directory and ``HOME``) and ``/dev/shm``. Nothing else of the host:
+no course, checkout, home, exchange, backup, mount, service socket or secret. The environment is an allowlist
+without secrets (`graders.sandbox.confine.sandbox_environment`).
 
 When the caller is root, the sandbox's uid is root's on the host (bubblewrap maps it so): files only root
-may read are readable inside unless hidden, which is why the home directory and the files above are.
+may read are readable inside when they are bound, which is why nothing is bound that the list does not name.
 
 A supervisor process (`graders.sandbox.confine`) starts bubblewrap and caps the sandbox as a whole: processes and
 memory through a cgroup of its own where the cgroup hierarchy is writable, CPU time through that cgroup's
@@ -41,7 +35,6 @@ import functools
 import glob
 import json
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -53,19 +46,11 @@ from typing import Literal, Mapping
 
 from graders import settings
 from graders.sandbox import confine
-from graders.tracks import GRADER_FILES
+from graders.sandbox.visible import COURSE_PRIVATE, visible
 
 Status = Literal["ok", "timeout", "crashed"]
 
 REPO_ROOT = PACKAGE_ROOT = settings.PACKAGE_ROOT   # the checkout, or site-packages
-CODE_PACKAGES = ("graders",)
-# Folders and files of a course directory that never become visible, even when on PYTHONPATH.
-COURSE_PRIVATE = ("tracks", "solutions", "source", "assignments", "submitted", "autograded", "release", "feedback",
-                  "exchange", "gradebook.db", ".git")
-MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_*key")
-# Where services keep their unix sockets (PostgreSQL, Redis, dockerd...): a read-only mount does not stop a
-# connect() to a socket file, so these folders are hidden whole.
-RUNTIME_DIRS = ("/run", "/var/run")
 SANDBOX_UID = 65534
 NAMESPACES = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
               "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
@@ -120,9 +105,7 @@ def _check_bwrap(bwrap: str) -> None:
     """Run an empty sandbox once per binary (failures are not cached)."""
     try:
         done = subprocess.run(
-            [bwrap, *NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--remount-ro", "/dev",
-             "--proc", "/proc", *_proc_covers(), "--size", "1048576", "--tmpfs", "/tmp", "--",
-             shutil.which("true") or "/bin/true"],   # not sys.executable: a venv under /tmp is hidden here
+            [bwrap, *_bwrap_args(Confinement(), {}), "--", sys.executable, "-I", "-S", "-c", ""],
             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"{bwrap} does not run: {exc}") from None
@@ -153,7 +136,9 @@ def sandbox_argv(command: list[str], confinement: Confinement = Confinement(), *
         return [*supervisor, "--plain", "--", *command]
     bwrap = bwrap_path()
     _check_bwrap(bwrap)
-    return [*supervisor, "--bwrap", "--", bwrap, *_bwrap_args(c, dict(env or {})), "--", *command]
+    # the command's own program is visible however it is installed (a tool such as compute-sanitizer wraps python)
+    tools = (command[0],) if os.path.isabs(command[0]) else ()
+    return [*supervisor, "--bwrap", "--", bwrap, *_bwrap_args(c, dict(env or {}), tools), "--", *command]
 
 
 def _proc_covers() -> list[str]:
@@ -168,100 +153,46 @@ def _proc_covers() -> list[str]:
     return covers
 
 
-def _resolved(path) -> Path | None:
-    try:
-        return Path(path).resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def _sqlite_gradebook() -> str | None:
     """The gradebook's file when ``WORKSHOP_GRADEBOOK_URL`` names an SQLite file outside the course."""
     url = settings.gradebook_url() if "WORKSHOP_GRADEBOOK_URL" in os.environ else ""
     return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else None
 
 
-def _home() -> Path | None:
-    try:
-        return Path(os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        return None
-
-
-def _bwrap_args(c: Confinement, env: dict[str, str]) -> list[str]:
-    workshop_root = os.environ.get("WORKSHOP_ROOT") or env.get("WORKSHOP_ROOT")
-    # the checkout this package runs from (not a site-packages directory, where it is installed normally)
+def _courses(c: Confinement, env: dict[str, str]) -> list[Path]:
+    """Folders that must stay unseen even when a Python path leads into them: this checkout (when the package
+    runs from one), the nbgrader course directory the caller runs in, ``Confinement.hide``, ``WORKSHOP_ROOT``
+    and an SQLite gradebook's folder."""
     repo = REPO_ROOT if any((REPO_ROOT / n).exists() for n in (*COURSE_PRIVATE, "pyproject.toml")) else None
-    # the nbgrader course directory the caller runs in (nbgrader itself, or a tool started from the course)
     course_here = Path.cwd() if (Path.cwd() / "nbgrader_config.py").is_file() else None
-    courses = [r for r in (_resolved(p) for p in (repo, course_here, *c.hide, workshop_root) if p)
-               if r and r.is_dir()]
-    tmp = Path("/tmp")
-    candidates = [*courses, *(_resolved(p) for p in c.hide), _home(), os.environ.get("XDG_RUNTIME_DIR"),
-                  os.environ.get("JUPYTER_RUNTIME_DIR"), *RUNTIME_DIRS, _sqlite_gradebook()]
-    hidden_dirs: list[Path] = []
-    hidden_files: list[Path] = []
-    for p in candidates:
-        r = _resolved(p) if p else None
-        if r is None or r == Path("/") or _within(r, tmp):
-            continue
-        (hidden_dirs if r.is_dir() else hidden_files).append(r)
-    hidden_dirs = sorted({h for h in hidden_dirs if not any(o != h and _within(h, o) for o in hidden_dirs)})
-    private = [course / name for course in courses for name in COURSE_PRIVATE]
+    gradebook = _sqlite_gradebook()
+    candidates = [repo, course_here, *c.hide, os.environ.get("WORKSHOP_ROOT"), env.get("WORKSHOP_ROOT"),
+                  os.path.dirname(gradebook) if gradebook else None]
+    return [Path(p) for p in candidates if p]
 
-    def covered(p: Path) -> bool:
-        return any(_within(p, h) for h in [*hidden_dirs, tmp])
 
-    def exposable(p: Path) -> bool:
-        return (not any(_within(h, p) for h in hidden_dirs)
-                and not any(_within(p, q) or _within(q, p) for q in private))
-
-    python_paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
-    for pythonpath in (os.environ.get("PYTHONPATH", ""), env.get("PYTHONPATH", "")):
-        python_paths += pythonpath.split(os.pathsep)
-    exposed: list[Path] = []
-    for entry in python_paths:
-        if entry and os.path.isabs(entry):
-            r = _resolved(entry)
-            if r and covered(r) and exposable(r):
-                exposed.append(r)
-    if any(_within(REPO_ROOT, h) for h in [*hidden_dirs, tmp]):
-        exposed += [REPO_ROOT / name for name in CODE_PACKAGES if (REPO_ROOT / name).is_dir()]
-    exposed = sorted(set(exposed))
-    exposed = [p for p in exposed if not any(o != p and _within(p, o) for o in exposed)]
-    data_files = sorted({Path(f).resolve() for course in courses for name in GRADER_FILES
-                         for f in glob.glob(str(course / "tracks" / "*" / name))})
-
-    args = [*NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev"]
+def _bwrap_args(c: Confinement, env: dict[str, str], tools: tuple[str, ...] = ()) -> list[str]:
+    view = visible(gpu=c.gpu, courses=_courses(c, env), env=env, tools=tools)
+    args = [*NAMESPACES, "--dev", "/dev"]
     if c.gpu:
         for device in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", device, device]
     args += ["--size", str(c.tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             "--proc", "/proc", *_proc_covers(), "--size", str(c.tmp_bytes), "--tmpfs", "/tmp"]
-    for h in hidden_dirs:
-        args += ["--size", "1048576", "--tmpfs", str(h)]
-    for p in exposed:
-        args += ["--ro-bind", str(p), str(p)]
-    for f in data_files:
-        if not any(_within(f, p) for p in exposed):
-            args += ["--ro-bind", str(f), str(f)]
+             "--proc", "/proc", *_proc_covers(), "--size", str(c.tmp_bytes), "--tmpfs", "/tmp", *view.args()]
     for w in c.writable:
         r = _resolved(w)
         if r is None or not r.is_dir():
             raise ValueError(f"writable path {w} is not an existing directory")
         args += ["--bind", str(r), str(r)]
-    for h in hidden_dirs:
-        args += ["--remount-ro", str(h)]
-    masked = [*hidden_files, *(Path(f) for pattern in MASKED_FILES for f in glob.glob(pattern))]
-    for f in sorted(set(masked)):
-        if not any(_within(f, h) for h in hidden_dirs):
-            args += ["--ro-bind", "/dev/null", str(f)]
-    args += ["--chdir", str(c.workdir or "/tmp")]
+    args += ["--remount-ro", "/", "--chdir", str(c.workdir or "/tmp")]
     return args
+
+
+def _resolved(path) -> Path | None:
+    try:
+        return Path(path).resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
 
 
 # --- the child runner --------------------------------------------------------------------------------------

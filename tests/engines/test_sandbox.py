@@ -478,17 +478,82 @@ def _accept_one(server):
     return conn.recv(100)
 
 
-def test_the_nbgrader_course_directory_of_the_caller_is_hidden(tmp_path, monkeypatch):
-    course = Path("/var/tmp") / tmp_path.name     # not under /tmp, which every sandbox replaces anyway
-    course.mkdir(parents=True, exist_ok=True)
-    (course / "nbgrader_config.py").write_text("c = get_config()\n")
-    (course / "gradebook.db").write_text("grades")
-    monkeypatch.chdir(course)
+def test_nothing_outside_the_allowlist_is_there(tmp_path, monkeypatch):
+    """A course the caller runs in, a classmate's submission in an exchange outside it, a backup of the solutions,
+    another home: none of them exists inside, nor do the host's /var, /opt, /srv, /mnt, /home or /run (folders that
+    lead to the Python installation, such as /root for a pyenv, hold only that: see the visible tree's test)."""
+    base = Path("/var/tmp") / f"sandbox-allowlist-{uuid.uuid4().hex}"   # not under /tmp, which is private anyway
+    course, exchange, backup = base / "course", base / "exchange", base / "backup"
     try:
-        code = f"import os; print(os.listdir({str(course)!r}))"
-        done = subprocess.run(sandbox_argv([sys.executable, "-c", code], Confinement()), capture_output=True,
-                              text=True, timeout=60)
+        (course / "nbgrader_config.py").parent.mkdir(parents=True)
+        (course / "nbgrader_config.py").write_text("c = get_config()\n")
+        (exchange / "kernel-workshop" / "inbound" / "bob+puzzles+2026").mkdir(parents=True)
+        (exchange / "kernel-workshop" / "inbound" / "bob+puzzles+2026" / "puzzles.ipynb").write_text("{}")
+        (backup / "solutions").mkdir(parents=True)
+        (backup / "solutions" / "naive.cu").write_text("// reference")
+        monkeypatch.chdir(course)
+        paths = [course, exchange, backup, base, "/var", "/opt", "/srv", "/mnt", "/home", "/run", "/media",
+                 "/boot", "/usr/local/cuda", "/usr/src", "/etc/shadow", "/etc/ssh", "/etc/hostname"]
+        done = sandboxed(f"import os\nfor p in {[str(p) for p in paths]!r}:\n"
+                         "    print('there' if os.path.lexists(p) and (not os.path.isdir(p) or os.listdir(p))"
+                         " else 'absent', p)")
         assert done.returncode == 0, done.stderr
-        assert "gradebook.db" not in done.stdout and "nbgrader_config.py" not in done.stdout
+        assert done.stdout.count("absent") == len(paths), done.stdout
     finally:
-        shutil.rmtree(course, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# What the README's trust model says a sandbox sees (besides the Python installation, the grader package and the
+# tracks' grader files): mount points inside, and the few files of /etc.
+DOCUMENTED_MOUNTS = {"/", "/usr", "/usr/local", "/usr/src", "/tmp", "/dev", "/dev/shm", "/dev/pts", "/proc"}
+DOCUMENTED_ETC = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group", "hosts",
+                  "host.conf", "localtime", "timezone", "os-release", "alternatives"}
+DEVICES = {"null", "zero", "full", "random", "urandom", "tty", "console", "ptmx"}
+
+
+def _python_and_cuda_roots() -> list[Path]:
+    """The Python installation's folders, and CUDA's library folders the linker's cache names."""
+    from graders.sandbox.visible import cuda_library_dirs
+    entries = [*cuda_library_dirs(), sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
+               *sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep),
+               *os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
+    return [q for e in entries if e and os.path.isabs(e) for q in (Path(e), Path(e).resolve())]
+
+
+def test_the_visible_tree_is_the_documented_allowlist():
+    """Every mount inside a (CPU) sandbox, and every file or folder of its root outside those mounts, is one the
+    trust model lists (README.md); the tree is printed (pytest -s shows it)."""
+    code = textwrap.dedent("""
+        import os
+        mounts = sorted({line.split()[4] for line in open('/proc/self/mountinfo')})
+        print('\\n'.join('mount ' + m for m in mounts))
+        for folder, dirs, files in os.walk('/'):
+            dirs[:] = [d for d in dirs if os.path.join(folder, d) not in mounts]
+            for name in dirs + files:
+                print('entry', os.path.join(folder, name))
+    """)
+    done = sandboxed(code)
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)
+    mounts = [line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.startswith("mount ")]
+    entries = [line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.startswith("entry ")]
+    python = _python_and_cuda_roots()
+    grader = [REPO_ROOT / "graders", *REPO_ROOT.glob("tracks/*/spec.toml"), *REPO_ROOT.glob("tracks/*/structure.toml"),
+              *REPO_ROOT.glob("tracks/*/problem.py")]
+
+    def documented(path: str) -> bool:
+        p = Path(path)
+        return (path in DOCUMENTED_MOUNTS
+                or (p.parent == Path("/etc") and p.name in DOCUMENTED_ETC)
+                or (p.parent == Path("/dev") and p.name in DEVICES)
+                or path.startswith("/proc/")
+                or any(p == r or r in p.parents for r in python)
+                or p.resolve() in [g.resolve() for g in grader])
+
+    assert [m for m in mounts if not documented(m)] == []
+    assert set(mounts) >= {"/usr", "/tmp", str(REPO_ROOT / "graders"), str(REPO_ROOT / "tracks/gemm/spec.toml")}
+    # the skeleton outside the mounts: links into /usr, and the folders that lead to a mount
+    links = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
+    stray = [e for e in entries if e not in links and e not in mounts and not any(m.startswith(e.rstrip("/") + "/") for m in mounts)]
+    assert stray == []
+    assert not any(e.startswith(str(REPO_ROOT / "tracks" / "gemm" / "solutions")) for e in entries + mounts)
