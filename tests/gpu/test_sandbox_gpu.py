@@ -1,0 +1,58 @@
+"""The allowlist sandbox on a GPU worker, through one real `nbgrader autograde` of the vecadd track: an honest
+student graded before and after a student whose kernels ``#include`` the reference solutions from another copy
+of the project on the worker (a backup, a second checkout). The GPU children see the driver, the toolkit and
+the Python installation, never that copy: the includer scores 0, the honest students full marks both times.
+Records the seconds per submission and the scores under benchmarks/results/."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from graders.cuda_engine.spec import load_spec
+from graders.settings import ROOT
+from workshop.course import Course, nbgrader
+from workshop.records import write_gpu_record
+from workshop.submissions import cuda_answers
+
+pytestmark = pytest.mark.gpu
+SPEC = load_spec("vecadd")
+
+
+@pytest.fixture(scope="module")
+def solutions_copy():
+    """A copy of the project's tracks/ outside the course and outside /tmp (a backup on the worker)."""
+    base = Path("/var/tmp") / f"kw-backup-{uuid.uuid4().hex}"
+    shutil.copytree(ROOT / "tracks", base / "tracks")
+    yield base / "tracks"
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_an_include_of_another_copy_of_the_solutions_earns_nothing(solutions_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_CELL_TIMEOUT", "150")
+    monkeypatch.setenv("WORKSHOP_PERF_BUDGET_S", os.environ.get("WORKSHOP_PERF_BUDGET_S") or "1.5")
+    course = Course(tmp_path / "course", "vecadd")
+    includes = {kid: f'#include "{solutions_copy / "vecadd" / "solutions" / f"{kid}.cu"}"' for kid in SPEC.kernels}
+    assert all(Path(line.split('"')[1]).is_file() for line in includes.values())
+    students = {"aa-honest": cuda_answers("vecadd"), "mm-includer": cuda_answers("vecadd", includes),
+                "zz-honest": cuda_answers("vecadd")}
+    for student, answers in students.items():
+        course.submit(student, answers)
+    start = time.monotonic()
+    done = nbgrader(course.root, "autograde", "vecadd", "--force")
+    seconds = round(time.monotonic() - start, 1)
+    scores = {s: course.scores(s) for s in students}
+    full = {f"{kid}_score": float(k.points) for kid, k in SPEC.kernels.items()}
+    write_gpu_record("sandbox-include-attack-gpu",
+                     "one nbgrader autograde of vecadd: honest, a kernel including the reference from another copy "
+                     "of the project on the worker, honest", {"seconds_for_all": seconds, "scores": scores},
+                     dists=("nbgrader",))
+    assert scores["aa-honest"] == full and scores["zz-honest"] == full, (scores, done.stdout[-3000:])
+    assert set(scores["mm-includer"].values()) == {0.0}, scores
+    outputs = "".join(str(c.get("outputs", "")) for c in course.autograded("mm-includer").cells)
+    assert "cannot open source file" in outputs
+    assert "a[i] + b[i]" not in outputs   # nothing of the reference's text came back
