@@ -557,3 +557,20 @@ def test_the_visible_tree_is_the_documented_allowlist():
     stray = [e for e in entries if e not in links and e not in mounts and not any(m.startswith(e.rstrip("/") + "/") for m in mounts)]
     assert stray == []
     assert not any(e.startswith(str(REPO_ROOT / "tracks" / "gemm" / "solutions")) for e in entries + mounts)
+
+
+def test_a_kernel_cannot_include_a_copy_of_the_solutions_from_elsewhere():
+    """A reference in another copy of the project (a backup, a second checkout) compiles when included from the
+    host, and not in the sandboxed compile of the grading children: the copy is not there."""
+    from graders.cuda_engine.compile import CompileError, compile_cuda
+    from graders.cuda_engine.structure import inspect
+    copy = Path("/var/tmp") / f"sandbox-copy-{uuid.uuid4().hex}" / "tracks" / "transpose" / "solutions"
+    try:
+        copy.mkdir(parents=True)
+        shutil.copy(REPO_ROOT / "tracks" / "transpose" / "solutions" / "tiled.cu", copy / "tiled.cu")
+        cheat = f'#include "{copy / "tiled.cu"}"\n'
+        assert compile_cuda(cheat, kernels=("transpose_tiled",), defines={"TILE_X": 32, "TILE_Y": 32, "BLOCK_Y": 8}).cubin
+        with pytest.raises(CompileError, match="cannot open source file"):
+            inspect("transpose", "tiled", cheat, disassemble=False)
+    finally:
+        shutil.rmtree(copy.parents[2], ignore_errors=True)
