@@ -2,6 +2,8 @@
 # Trusted grading on a GPU worker, in stages that each fit one 10-minute device call:
 #   bash benchmarks/gpu_trusted.sh cases       # the sandbox's tests, the attack suite, nbgrader autograde of the
 #                                              # puzzles (reference, stub, every known mistake)
+#   bash benchmarks/gpu_trusted.sh sandbox     # the allowlist sandbox on the worker's own layout: its tests (CPU
+#                                              # and GPU children), the include attack through nbgrader (vecadd)
 #   bash benchmarks/gpu_trusted.sh tools       # what a CUDA kernel's grade rests on besides its checks: timing
 #                                              # integrity (cheating kernels), compute-sanitizer, ncu counters
 #   bash benchmarks/gpu_trusted.sh regrade TRACK...   # benchmarks/regrade_spread.py for each TRACK (5 regrades of
@@ -49,6 +51,9 @@ case "${1:-cases}" in
   cases)
     run sandbox-and-attacks 170 tests/engines/test_sandbox.py tests/e2e/test_attacks.py
     run puzzles-nbgrader-gpu 170 -m gpu tests/gpu/test_puzzles_gpu.py ;;
+  sandbox)
+    run sandbox 150 -n 0 tests/engines/test_sandbox.py
+    run sandbox-include-gpu 300 -n 0 -m gpu tests/gpu/test_sandbox_gpu.py ;;
   tools)
     run tools-gpu 560 -m gpu tests/gpu/test_timing_integrity_gpu.py tests/gpu/test_sanitizer_gpu.py \
       tests/gpu/test_counters_gpu.py ;;
