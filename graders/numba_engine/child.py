@@ -7,7 +7,9 @@ outside it, the answer is the check's message and nothing is run. On ``sim`` (nu
 access limits are checked; on ``gpu`` only correctness is checked.
 Cases run in order, all on inputs drawn from one ``np.random.default_rng(seed)``, and stop at the first
 failure, whose message names the case (in CUDA's words: ``a[4]; size = 4; <<<1, 4>>>``), index, expected
-and got. The answer is a `GradeResult` as a dict. On ``sim`` what a kernel prints is not counted as an access.
+and got. The answer is a `GradeResult` as a dict. On ``sim`` an access inside a ``print(...)`` counts like any
+other (a GPU reads what it prints from global memory too); a message over the limits says how many of a
+thread's were made there.
 """
 from __future__ import annotations
 
@@ -22,11 +24,11 @@ from numba import config, cuda
 from graders.numba_engine import catalogue
 from graders.numba_engine.numba_subset import KernelSourceError, validate_kernel_source
 from graders.numba_engine.puzzle import NOT_WRITTEN, Case, Puzzle
-from graders.numba_engine.traced_array import AccessLog, TracedArray, uncounted
+from graders.numba_engine.traced_array import AccessLog, Kind, TracedArray, printing
 from graders.result import GradeResult, Status
 
 _shared_arrays: list = []   # the simulator's shared-memory managers made since the last case began
-UNCOUNTED = "__uncounted__"   # a name the kernel subset forbids students, so only the grader's rewrite uses it
+PRINTING = "__printing__"   # a name the kernel subset forbids students, so only the grader's rewrite uses it
 
 
 def handle(request: dict) -> dict:
@@ -68,11 +70,11 @@ def handle(request: dict) -> dict:
 
 def _load_kernel(source: str, name: str, counted: bool = False):
     """The kernel ``name`` that ``source`` defines; with ``counted`` (the simulator, where accesses are
-    counted) each ``print(...)`` statement runs inside `uncounted`."""
+    counted) each ``print(...)`` statement runs inside `printing`, which only notes its accesses apart."""
     namespace: dict = {"__name__": "student_cell"}
-    code = _prints_uncounted(ast.parse(source)) if counted else source
+    code = _prints_noted(ast.parse(source)) if counted else source
     if counted:
-        namespace[UNCOUNTED] = uncounted
+        namespace[PRINTING] = printing
     exec(compile(code, "<your kernel cell>", "exec"), namespace)
     kernel = namespace[name]
     if not hasattr(kernel, "py_func"):
@@ -80,13 +82,13 @@ def _load_kernel(source: str, name: str, counted: bool = False):
     return kernel
 
 
-def _prints_uncounted(tree: ast.Module) -> ast.Module:
-    """``tree`` with every ``print(...)`` statement wrapped in ``with __uncounted__():``."""
+def _prints_noted(tree: ast.Module) -> ast.Module:
+    """``tree`` with every ``print(...)`` statement wrapped in ``with __printing__():``."""
     class Wrap(ast.NodeTransformer):
         def visit_Expr(self, node: ast.Expr) -> ast.stmt:
             call = node.value
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
-                guard = ast.Call(ast.Name(UNCOUNTED, ast.Load()), [], [])
+                guard = ast.Call(ast.Name(PRINTING, ast.Load()), [], [])
                 return ast.copy_location(ast.With([ast.withitem(guard)], [node]), node)
             return node
 
@@ -206,13 +208,16 @@ def _index_text(idx: tuple[int, ...] | int) -> str:
 
 def _limit_violations(puzzle: Puzzle, case: Case, log: AccessLog) -> list[str]:
     limits, found = puzzle.limits, []
-    for table, limit, what in ((log.reads, limits.max_reads(case), "global reads"),
-                               (log.writes, limits.writes, "global writes")):
-        over = {key: n for key, n in table.items() if n > limit}
+    kinds: tuple[tuple[Kind, int], ...] = (("reads", limits.max_reads(case)), ("writes", limits.writes))
+    for kind, limit in kinds:
+        over = {key: n for key, n in getattr(log, kind).items() if n > limit}
         if over:
             (block, thread), n = max(over.items(), key=lambda kv: kv[1])
-            found.append(f"threadIdx {thread} of blockIdx {block} made {n} {what}; the limit is {limit} "
-                         f"per thread ({len(over)} thread(s) over it)")
+            printed = log.printed.get((kind, (block, thread)), 0)
+            found.append(f"threadIdx {thread} of blockIdx {block} made {n} global {kind}"
+                         + (f" ({printed} of them inside print(...), which count like any other)" if printed
+                            else "")
+                         + f"; the limit is {limit} per thread ({len(over)} thread(s) over it)")
     if limits.block_writes is not None:
         over = {b: n for b, n in log.block_writes().items() if n > limits.block_writes}
         if over:

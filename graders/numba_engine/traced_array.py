@@ -3,7 +3,9 @@
 Passed to a kernel running in numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``), where each CUDA thread
 is a Python thread carrying its ``blockIdx`` and ``threadIdx``. Any index outside the array, negative ones
 included, raises ``IndexError`` naming the array and index: on a GPU that access would be undefined.
-Accesses inside `uncounted` (what a kernel prints) are checked but not counted.
+Every access counts, also one made while the kernel prints: a GPU reads what it prints from global memory
+too. Those made inside `printing` are also noted apart (`AccessLog.printed`), so that a message over the
+limits can say how many of a thread's accesses its prints made.
 """
 from __future__ import annotations
 
@@ -11,21 +13,25 @@ import contextlib
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 ThreadKey = tuple[tuple[int, ...], tuple[int, ...]]   # (blockIdx, threadIdx)
-_not_counting = threading.local()
+Kind = Literal["reads", "writes"]
+_printing = threading.local()
 
 
 @contextlib.contextmanager
-def uncounted():
-    """Accesses the calling (simulated CUDA) thread makes inside the block are not counted."""
-    _not_counting.active = True
+def printing():
+    """Accesses the calling (simulated CUDA) thread makes inside the block count as usual and are also noted
+    as made while printing."""
+    depth = getattr(_printing, "depth", 0)
+    _printing.depth = depth + 1
     try:
         yield
     finally:
-        _not_counting.active = False
+        _printing.depth = depth
 
 
 @dataclass
@@ -34,14 +40,16 @@ class AccessLog:
 
     reads: dict[ThreadKey, int] = field(default_factory=lambda: defaultdict(int))
     writes: dict[ThreadKey, int] = field(default_factory=lambda: defaultdict(int))
+    # (kind, thread): how many of those accesses the thread made inside `printing`
+    printed: dict[tuple[Kind, ThreadKey], int] = field(default_factory=lambda: defaultdict(int))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def record(self, table: dict[ThreadKey, int]) -> None:
-        if getattr(_not_counting, "active", False):
-            return
+    def record(self, kind: Kind) -> None:
         key = _current_thread_key()
         with self.lock:
-            table[key] += 1
+            getattr(self, kind)[key] += 1
+            if getattr(_printing, "depth", 0):
+                self.printed[kind, key] += 1
 
     def block_writes(self) -> dict[tuple[int, ...], int]:
         per_block: dict[tuple[int, ...], int] = defaultdict(int)
@@ -99,14 +107,14 @@ class TracedArray:
         full = self._index(idx, "read of")
         if len(full) < self._data.ndim:   # a[i][j]: a row view, the access is counted at a[i][j]
             return TracedArray(self._name, self._data, self._log, full)
-        self._log.record(self._log.reads)
+        self._log.record("reads")
         return self._data[full]
 
     def __setitem__(self, idx, value) -> None:
         full = self._index(idx, "write to")
         if len(full) < self._data.ndim:
             raise TypeError(f"write to {self._name}[{_fmt(full)}]: write one element at a time")
-        self._log.record(self._log.writes)
+        self._log.record("writes")
         self._data[full] = value
 
 

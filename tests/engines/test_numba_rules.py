@@ -242,6 +242,58 @@ def test_shared_memory_is_required_only_where_the_puzzle_asks_for_it(puzzle_id):
     assert grade(puzzle, REFERENCE[puzzle.id]).ok
 
 
+# --- what a kernel prints -------------------------------------------------------------------------------
+
+DEVICE_FUNCTIONS = """@cuda.jit(device=True)
+def peek(a):
+    return a[0]
+
+
+@cuda.jit(device=True)
+def shout(a):
+    print(a[1])
+    return a[0]
+
+
+"""
+PRINTED = {   # a print(...) by thread 0 of block 0 of Pooling's reference: (code, its global reads, its writes)
+    "a read": ("print(a[0])", 1, 0),
+    "a walrus": ("print((kept := a[0]))", 1, 0),
+    "an f-string": ("print(f'{a[0]} {a[1]}')", 2, 0),
+    "a device function": ("print(peek(a))", 1, 0),
+    "an atomic": ("print(cuda.atomic.add(out, 0, 0.0))", 2, 1),   # the simulator's atomic: read, read, write
+    "a device function that prints too": ("print(shout(a))", 2, 0),
+}
+
+
+def printed_over(what: str, made: int, limit: int, printed: int) -> str:
+    return thread_over(what, made, limit).replace(
+        f"global {what};", f"global {what} ({printed} of them inside print(...), which count like any other);")
+
+
+@pytest.mark.parametrize("form", list(PRINTED))
+def test_accesses_inside_print_count_like_any_other_and_the_message_says_so(form):
+    """Reads, device-function calls and atomics moved into a print's arguments are counted: Pooling's reference
+    at its limits plus one print of a global value is over them, in every hidden case."""
+    pooling = catalogue.get("pooling")
+    code, reads, writes = PRINTED[form]
+    first_thread = "if cuda.blockIdx.x + cuda.threadIdx.x == 0:\n    "
+    cell = DEVICE_FUNCTIONS + at_solution(REFERENCE["pooling"], first_thread + code)
+    run = grade(pooling, cell)
+    parts = [printed_over("reads", 1 + reads, 1, reads)]
+    if writes:
+        parts.append(printed_over("writes", 1 + writes, 1, writes))
+    assert run.status == Status.LIMITS and run.message == over_limits(parts * len(pooling.cases("hidden")))
+
+
+def test_printing_a_thread_index_or_a_local_value_is_no_access():
+    pooling = catalogue.get("pooling")
+    cell = at_solution(REFERENCE["pooling"], "print('thread', local_i, 'of block', cuda.blockIdx.x, i, size)")
+    cell = cell.replace("        out[i] = total\n", "        print(i, total)\n        out[i] = total\n")
+    assert "print(i, total)" in cell
+    assert grade(pooling, cell).ok
+
+
 # --- outputs start poisoned -----------------------------------------------------------------------------
 
 def test_an_output_left_unwritten_fails_even_where_zero_is_expected():

@@ -190,6 +190,7 @@ ATTACKS = {
     "underscore_local": (KERNEL + "    _x = 1\n", 3, "_x is not available"),
     "underscore_keyword": (KERNEL + "    cuda.shared.array(4, _dtype=1)\n", 3, "_dtype"),
     "star_star_call": (KERNEL + "    cuda.syncthreads(**a)\n", 3, r"\*\* in a call"),
+    "grader_print_marker": (KERNEL + "    __printing__()\n", 3, "__printing__"),
 }
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from graders.numba_engine.traced_array import AccessLog, TracedArray
+from graders.numba_engine.traced_array import AccessLog, TracedArray, printing
 
 
 @cuda.jit
@@ -37,3 +37,18 @@ def test_row_view_counts_the_element_access_once():
     arr = TracedArray("a", np.arange(6, dtype=np.float32).reshape(2, 3), log)
     assert arr[1][2] == 5 and arr.shape == (2, 3) and arr[1].shape == (3,)
     assert sum(log.reads.values()) == 1
+
+
+def test_accesses_while_printing_count_and_are_noted_apart():
+    log = AccessLog()
+    arr = TracedArray("a", np.arange(4, dtype=np.float32), log)
+    arr[0]
+    with printing():
+        arr[1]
+        with printing():    # a print inside a device function called inside a print
+            arr[1] = 2.0
+        arr[2]
+    arr[3]
+    host = ((-1,), (-1,))
+    assert log.reads[host] == 4 and log.writes[host] == 1
+    assert dict(log.printed) == {("reads", host): 2, ("writes", host): 1}

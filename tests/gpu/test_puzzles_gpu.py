@@ -4,11 +4,15 @@ Records seconds per submission and the scores under benchmarks/results/ (and $OU
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nbgrader_course import all_mistakes, unmet
 
 from graders.numba_engine import catalogue
+from graders.tracks import expected_points
 from workshop import submissions
+from workshop.cells import read_cells
 from workshop.course import Autograding, Course
 from workshop.records import write_gpu_record
 
@@ -58,3 +62,11 @@ def test_racy_kernels_that_the_gpu_gets_right_by_chance_lose_their_points(gradin
     answers, expected = all_mistakes("racy")
     scores = grading.grade("racy", answers)
     assert not unmet(scores, expected), scores
+
+
+def test_accesses_moved_into_print_count_on_a_gpu_worker(grading):
+    """The attack file's kernels are correct on the GPU (a print with a walrus, an atomic or a device function
+    compiles there) and over their access limits, counted in the simulator, a print's accesses included."""
+    attack = Path(__file__).parents[1] / "e2e" / "attacks" / "run" / "print_smuggle.py"
+    scores = grading.grade("print-smuggle", submissions.reference_answers() | read_cells(attack))
+    assert not unmet(scores, expected_points(attack)), scores
