@@ -12,6 +12,17 @@ child (numba-cuda's warnings on a real GPU among it) reaches this process's stde
 Each run is a `graders.result.GradeResult`. Hidden cases draw their inputs from one seed per run
 (`graders.result.hidden_seed`: ``WORKSHOP_SEED`` when set), and every failure message names it.
 
+Runs are shared where that is safe (`run_source`). A call for a run already under way (``grade_correctness``
+and ``grade_limits`` of one submission grade one kernel) waits for it and takes its outcome, whatever it is.
+A finished run is kept for every later call with the same puzzle, kernel text, mode, target and forced seed
+(another student's identical kernel, too) only when its outcome is a verdict the child gave on the kernel
+itself (`KEPT`): refused by the subset, not compiling, or run on every case to a verdict on its outputs (ok,
+over the limits, incorrect, an out-of-bounds write; on the simulator also an exception the kernel raised).
+Such a verdict is what the kernel's text computes from the seed's inputs: a later call reads it with that
+seed named, and ``WORKSHOP_SEED`` reproduces it. Never kept: a timeout, a crash, no GPU, a grader error, or a
+kernel error on the GPU (a driver's out-of-memory or lost context looks the same), which depend on the machine
+and its load: the next call runs a child again. `sanitizer_finding` keeps only findings of runs that finished.
+
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
 simulator, whose verdict on the outputs and compute-sanitizer's also decide correctness there
 (`checked_beyond_the_gpu`; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in one simulator
@@ -62,8 +73,23 @@ def target_name(t: str) -> str:
     return "the GPU" if t == "gpu" else "the simulator"
 
 
-_runs: dict[tuple, GradeResult] = {}
-_run_locks: dict[tuple, threading.Lock] = {}   # one child per key, also when hidden tests run in threads
+# Outcomes a finished run keeps for later calls, by target: the child's verdicts on the kernel itself.
+VERDICTS = frozenset({Status.OK, Status.LIMITS, Status.INCORRECT, Status.OOB_WRITE, Status.REFUSED,
+                      Status.COMPILE_ERROR})
+KEPT = {"sim": VERDICTS | {Status.KERNEL_ERROR}, "gpu": VERDICTS}
+
+
+@dataclasses.dataclass
+class _Running:
+    """A run under way; calls for the same run wait for ``done``."""
+
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    result: GradeResult | None = None    # None when the run raised
+
+
+_kept: dict[tuple, GradeResult] = {}
+_running: dict[tuple, _Running] = {}
+_runs_lock = threading.Lock()
 
 
 def _source(kernel) -> tuple[str, str]:
@@ -83,17 +109,37 @@ def _run(puzzle_id: str, kernel, mode: str, on: str) -> GradeResult:
 
 
 def run_source(puzzle_id: str, source: str, name: str, mode: str, on: str) -> GradeResult:
-    """Grade kernel ``name`` defined in ``source`` on the ``mode`` cases, in a child on target ``on``."""
-    key = (puzzle_id, source, name, mode, on)
-    with _run_locks.setdefault(key, threading.Lock()):
-        if key not in _runs:
-            _runs[key] = _run_child(puzzle_id, source, name, mode, on)
-    return _runs[key]
+    """Grade kernel ``name`` defined in ``source`` on the ``mode`` cases, in a child on target ``on``; or take
+    the outcome of the same run under way, or kept (see the module docstring)."""
+    seed = PUBLIC_SEED if mode == "public" else settings.forced_seed()   # None: a fresh one
+    key = (puzzle_id, source, name, mode, on, seed)
+    while True:
+        with _runs_lock:
+            if key in _kept:
+                return _kept[key]
+            running = _running.get(key)
+            if running is None:
+                running = _running[key] = _Running()
+                break
+        running.done.wait()
+        if running.result is not None:
+            return running.result
+    try:
+        running.result = _run_child(puzzle_id, source, name, mode, on, seed)
+        return running.result
+    finally:
+        with _runs_lock:
+            del _running[key]
+            if running.result is not None and running.result.status in KEPT[on]:
+                _kept[key] = running.result
+        running.done.set()
 
 
-def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str) -> GradeResult:
+def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
+               seed: int | None = None) -> GradeResult:
+    """The kernel graded in a fresh child, on the inputs of ``seed`` (None: a fresh `hidden_seed`)."""
     puzzle = catalogue.get(puzzle_id)
-    seed = PUBLIC_SEED if mode == "public" else hidden_seed()
+    seed = hidden_seed() if seed is None else seed
     request = {"puzzle": puzzle.id, "source": source, "kernel_name": name, "mode": mode, "seed": seed,
                "target": on}
     child = run_child(
@@ -134,7 +180,7 @@ def checked_beyond_the_gpu(puzzle_id: str, kernel, run: GradeResult) -> GradeRes
     return dataclasses.replace(run, status=Status.INCORRECT, message=finding) if finding else run
 
 
-@functools.cache
+@functools.cache   # a tool's run that does not finish raises (`sanitizer.SanitizerFailed`): never cached
 def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
     """'' or the first finding of compute-sanitizer on the kernel's hidden cases on the GPU: memcheck, and
     racecheck when it uses shared memory. (initcheck would find nothing: every device array the grader passes

@@ -158,7 +158,7 @@ def test_a_failed_hidden_case_is_reproduced_exactly_from_the_seed_in_its_message
     kernel = SubmittedKernel(map_source("out[i] = a[i]"), "map_kernel")   # forgets the + 10
 
     def failure() -> str:
-        monkeypatch.setattr(numba_grade, "_runs", {})   # a fresh grading, not the cached run
+        monkeypatch.setattr(numba_grade, "_kept", {})   # a fresh grading, not the kept run
         with pytest.raises(numba_grade.PuzzleFailed) as failed:
             numba_grade.grade_correctness("map", kernel)
         return str(failed.value)
