@@ -16,12 +16,13 @@ Runs are shared where that is safe (`run_source`). A call for a run already unde
 and ``grade_limits`` of one submission grade one kernel) waits for it and takes its outcome, whatever it is.
 A finished run is kept for every later call with the same puzzle, kernel text, mode, target and forced seed
 (another student's identical kernel, too) only when its outcome is a verdict the child gave on the kernel
-itself (`KEPT`): refused by the subset, not compiling, or run on every case to a verdict on its outputs (ok,
-over the limits, incorrect, an out-of-bounds write; on the simulator also an exception the kernel raised).
-Such a verdict is what the kernel's text computes from the seed's inputs: a later call reads it with that
-seed named, and ``WORKSHOP_SEED`` reproduces it. Never kept: a timeout, a crash, no GPU, a grader error, or a
-kernel error on the GPU (a driver's out-of-memory or lost context looks the same), which depend on the machine
-and its load: the next call runs a child again. `sanitizer_finding` keeps only findings of runs that finished.
+itself (`KEPT`): refused by the subset, not compiling, or run to a verdict on its outputs (ok, over the
+limits, incorrect, an out-of-bounds write; on the simulator also an exception the kernel raised). Such a
+verdict is what the kernel's text computes from the seed's inputs (for a kernel with a race, one of its
+possible verdicts, then the same for every identical kernel): a later call reads it with that seed named, and
+``WORKSHOP_SEED`` reproduces it. Never kept: a timeout, a crash, no GPU, a grader error, or a kernel error on
+the GPU (a driver's out-of-memory or lost context looks the same), which depend on the machine and its load:
+the next call runs a child again. `sanitizer_finding` keeps only findings of runs that finished.
 
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
 simulator, whose verdict on the outputs and compute-sanitizer's also decide correctness there
