@@ -115,15 +115,6 @@ def cuda_library_dirs() -> tuple[Path, ...]:
     return tuple(sorted(p for p in found if p.is_dir()))
 
 
-def tool_root(binary: str) -> Path | None:
-    """The installation folder of a tool a child runs under: ``X`` for ``X/bin/tool``, else the tool's folder."""
-    path = Path(binary)
-    if not path.is_absolute():
-        return None
-    folder = path.parent.parent if path.parent.name == "bin" else path.parent
-    return _resolved(folder)
-
-
 def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools: Iterable[str] = ()) -> View:
     """The allowlist of a sandbox (see the module docstring); ``courses`` are folders that must stay unseen,
     ``env`` the environment set inside (its ``PYTHONPATH`` and ``LD_LIBRARY_PATH`` count), ``tools`` the binaries
@@ -142,7 +133,14 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
         if os.path.exists(path):
             binds.append((path, path))
 
+    def shown(path: Path) -> bool:
+        """Visible through the system's binds and links already (as named, not resolved)."""
+        in_system = any(within(path, Path(d)) for d in SYSTEM_DIRS) and \
+            not any(within(path, Path(h)) for h in SYSTEM_HIDDEN)
+        return in_system or any(within(path, Path(link)) for _, link in links)
+
     wanted: list[Path] = []   # folders to bind at their own path unless the binds above show them already
+    aliases: list[tuple[Path, Path]] = []   # (folder, another path it is named by)
     python_paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable), *sys.path]
     for variable in ("PYTHONPATH", "LD_LIBRARY_PATH"):
         for value in (os.environ.get(variable, ""), env.get(variable, "")):
@@ -156,27 +154,20 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
     wanted += [package_root / name for name in CODE_PACKAGES if (package_root / name).is_dir()]
     if gpu:
         wanted.append(Path("/sys"))
-    for folder in cuda_library_dirs():   # at the path the linker's cache names, and where it leads
+    named_folders = [*cuda_library_dirs(),   # at the path the linker's cache names, and where it leads
+                     *(Path(t).parent.parent if Path(t).parent.name == "bin" else Path(t).parent
+                       for t in tools if os.path.isabs(t))]
+    for folder in named_folders:
         root = _resolved(folder)
         if root and not looks_private(root, courses):
             wanted.append(root)
-            if root != folder:
-                binds.append((str(root), str(folder)))
-    for tool in tools:
-        root = tool_root(tool)
-        if root and not looks_private(root, courses):
-            wanted.append(root)
-            named = Path(tool).parent.parent if Path(tool).parent.name == "bin" else Path(tool).parent
-            if named != root:   # a toolkit reached through a symlink (/usr/local/cuda): seen at both paths
-                binds.append((str(root), str(named)))
+            if root != folder:   # e.g. a toolkit reached through /usr/local/cuda
+                aliases.append((root, folder))
 
-    def shown(path: Path) -> bool:
-        in_system = any(within(path, Path(d)) for d in SYSTEM_DIRS) and \
-            not any(within(path, Path(h)) for h in SYSTEM_HIDDEN)
-        return in_system or within(path, Path("/tmp"))
-    wanted = sorted({p for p in wanted if not shown(p) or within(p, Path("/tmp"))})
+    wanted = sorted({p for p in wanted if not shown(p)})
     wanted = [p for p in wanted if not any(o != p and within(p, o) for o in wanted)]
     binds += [(str(p), str(p)) for p in wanted]
+    binds += [(str(root), str(folder)) for root, folder in sorted(set(aliases)) if not shown(folder)]
     data_files = sorted({Path(f).resolve() for course in {*courses, settings.ROOT, package_root}
                          for name in GRADER_FILES for f in glob.glob(str(Path(course) / "tracks" / "*" / name))})
     binds += [(str(f), str(f)) for f in data_files if not any(within(f, p) for p in wanted)]

@@ -480,8 +480,9 @@ def _accept_one(server):
 
 def test_nothing_outside_the_allowlist_is_there(tmp_path, monkeypatch):
     """A course the caller runs in, a classmate's submission in an exchange outside it, a backup of the solutions,
-    another home: none of them exists inside, nor do the host's /var, /opt, /srv, /mnt, /home or /run (folders that
-    lead to the Python installation, such as /root for a pyenv, hold only that: see the visible tree's test)."""
+    another home: none of them exists inside, nor do the host's /var, /srv, /mnt, /home or /run (folders that lead
+    to the Python installation or CUDA, such as /root for a pyenv or /opt for a venv, hold only that: see the
+    visible tree's test)."""
     base = Path("/var/tmp") / f"sandbox-allowlist-{uuid.uuid4().hex}"   # not under /tmp, which is private anyway
     course, exchange, backup = base / "course", base / "exchange", base / "backup"
     try:
@@ -492,8 +493,8 @@ def test_nothing_outside_the_allowlist_is_there(tmp_path, monkeypatch):
         (backup / "solutions").mkdir(parents=True)
         (backup / "solutions" / "naive.cu").write_text("// reference")
         monkeypatch.chdir(course)
-        paths = [course, exchange, backup, base, "/var", "/opt", "/srv", "/mnt", "/home", "/run", "/media",
-                 "/boot", "/usr/local/cuda", "/usr/src", "/etc/shadow", "/etc/ssh", "/etc/hostname"]
+        paths = [course, exchange, backup, base, "/var", "/srv", "/mnt", "/home", "/run", "/media", "/boot",
+                 "/usr/src", "/etc/shadow", "/etc/ssh", "/etc/hostname"]
         done = sandboxed(f"import os\nfor p in {[str(p) for p in paths]!r}:\n"
                          "    print('there' if os.path.lexists(p) and (not os.path.isdir(p) or os.listdir(p))"
                          " else 'absent', p)")
