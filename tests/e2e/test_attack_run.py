@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ from graders.tracks import expected_points
 from workshop import course as nbg
 from workshop import submissions
 from workshop.cells import read_cells
+from workshop.fleet.coordinator import course_config
 
 pytestmark = pytest.mark.slow
 RUN = Path(__file__).parent / "attacks" / "run"
@@ -57,7 +59,6 @@ DEADLINE_S = 300 + 120 * len(STUDENTS)   # the whole autograde, after which it i
 MARKER = f"kw-attack-run-{uuid.uuid4().hex[:12]}"
 EXCHANGE_SECRET = f"kw-exchange-secret-{uuid.uuid4().hex}"
 COPY_SECRET = f"kw-copy-secret-{uuid.uuid4().hex}"
-COURSE_ID = "kernel-workshop"
 
 # nbgrader's log with its timestamps to the millisecond; a student's grading begins and ends with these lines
 LOG_FORMAT = "--NbGrader.log_format=%(asctime)s.%(msecs)03d [%(name)s | %(levelname)s] %(message)s"
@@ -118,9 +119,10 @@ class WatchedAutograde:
                     continue
                 stamp = datetime.datetime.strptime(parsed.group(1), "%Y-%m-%d %H:%M:%S.%f")
                 begins = BEGINS.search(parsed.group(2))
-                if begins or ENDS in parsed.group(2):
-                    if current and self.gradings[current].ended is None:
-                        self._end(proc.pid, current, stamp)
+                if (begins or ENDS in parsed.group(2)) and current:
+                    memory = _memory(proc.pid)
+                    grading = self.gradings[current]
+                    grading.ended, grading.peak, grading.rss_after = stamp, memory["VmHWM"], memory["VmRSS"]
                     current = None
                 if begins:
                     current = begins.group(1)
@@ -133,24 +135,20 @@ class WatchedAutograde:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
-    def _end(self, pid: int, student: str, stamp: datetime.datetime) -> None:
-        memory = _memory(pid)
-        self.gradings[student].ended, self.gradings[student].peak = stamp, memory["VmHWM"]
-        self.gradings[student].rss_after = memory["VmRSS"]
-
     def table(self) -> str:
-        rows = [f"{'student':<24} {'seconds':>8} {'RSS before':>11} {'peak RSS':>9} {'RSS after':>10}  (MB)"]
+        """Each student's grading time and nbgrader's memory (MB) before, at its peak during, and after it."""
+        rows = [f"{'student':<24} {'seconds':>8} {'RSS before':>11} {'peak RSS':>9} {'RSS after':>10}"]
         for student, g in self.gradings.items():
-            mb = [f"{v / 2**20:.0f}" if v is not None else "?" for v in (g.rss_before, g.peak, g.rss_after)]
-            rows.append(f"{student:<24} {g.seconds if g.seconds is not None else '?':>8} {mb[0]:>11} {mb[1]:>9} "
-                        f"{mb[2]:>10}")
+            cells = [f"{g.seconds:.1f}" if g.seconds is not None else "?",
+                     *(f"{v >> 20}" if v is not None else "?" for v in (g.rss_before, g.peak, g.rss_after))]
+            rows.append(f"{student:<24} " + " ".join(f"{c:>{w}}" for c, w in zip(cells, (8, 11, 9, 10))))
         return "\n".join(rows)
 
 
-def _exchange(root: Path, release) -> Path:
-    """A course exchange at ``root`` holding a classmate's submission as ``nbgrader submit`` leaves it, with
+def _exchange(root: Path, course: Path, release) -> Path:
+    """``course``'s exchange at ``root``, holding a classmate's submission as ``nbgrader submit`` leaves it, with
     `EXCHANGE_SECRET` in a solution cell; returns the notebook."""
-    inbound = root / COURSE_ID / "inbound"
+    inbound = root / course_config(course).CourseDirectory.course_id / "inbound"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
     folder = inbound / f"classmate+puzzles+{stamp}+{uuid.uuid4().hex[:8]}"
     folder.mkdir(parents=True)
@@ -171,17 +169,6 @@ def _copy_of_tracks(root: Path) -> Path:
     return reference
 
 
-@dataclass(repr=False)
-class Graded:
-    course: CourseCopy
-    autograde: WatchedAutograde
-    feedback: subprocess.CompletedProcess
-    listener: Listener
-    fingerprint_before: dict[str, str]
-    fingerprint_after: dict[str, str]
-    survivors: str
-
-
 def _answers(stem: str, fill: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(solution cells, files handed in beside the notebook) of attack ``stem``: the reference answers with the
     file's cells swapped in or appended."""
@@ -195,6 +182,8 @@ def _answers(stem: str, fill: dict[str, str]) -> tuple[dict[str, str], dict[str,
         else:
             answers[cell_id] = source
     return answers, files
+
+
 @dataclass(repr=False)
 class Graded:
     """The course after the run, and what was watched while it ran."""
@@ -202,6 +191,7 @@ class Graded:
     course: CourseCopy
     autograde: WatchedAutograde
     feedback: subprocess.CompletedProcess
+    feedback_s: float
     listener: Listener
     files_before: dict[str, str]
     files_after: dict[str, str]
@@ -231,7 +221,7 @@ def graded(released_puzzles, tmp_path_factory):
             course = CourseCopy(released_puzzles.root, tmp_path_factory.mktemp("attack-run") / "course")
             with open(course.root / "nbgrader_config.py", "a") as config:
                 config.write(f"\nc.Exchange.root = {str(exchange)!r}\n")
-            _exchange(exchange, course.release)
+            _exchange(exchange, course.root, course.release)
             _copy_of_tracks(copy)
             fill = {"ROOT": str(submissions.ROOT), "COURSE": str(course.root), "PORT": str(listener.port),
                     "MARKER": MARKER, "EXCHANGE": str(exchange), "COPY": str(copy)}
@@ -252,8 +242,9 @@ def graded(released_puzzles, tmp_path_factory):
             autograde.run()
             survivors = _processes_with(MARKER)
             after = _fingerprint(watched())
+            start = time.monotonic()
             feedback = nbg.nbgrader(course.root, "generate_feedback", course.assignment, "--force", check=False)
-            yield Graded(course, autograde, feedback, listener, before, after, survivors)
+            yield Graded(course, autograde, feedback, time.monotonic() - start, listener, before, after, survivors)
     finally:
         for pid in _processes_with(MARKER):
             try:
@@ -277,7 +268,7 @@ def test_one_autograde_grades_every_submission_between_the_honest_students(grade
     """nbgrader grades students sorted by name: the honest ones first and last. Prints each student's grading
     time (from nbgrader's log) and nbgrader's memory."""
     run = graded.autograde
-    print("\n" + run.table())
+    print(f"\n{run.table()}\n(MB; generate_feedback for all: {graded.feedback_s:.1f} s)")
     assert run.returncode == 0, "\n".join(run.log[-40:])
     assert list(run.gradings) == STUDENTS
     assert all(g.ended for g in run.gradings.values()), run.table()
@@ -311,9 +302,14 @@ def test_no_secret_reaches_an_autograded_notebook_or_feedback(graded):
     files = [p for folder in ("autograded", "feedback") for p in (graded.course.root / folder).rglob("*")
              if p.is_file()]
     assert {p.parts[-3] for p in files if p.parts[-4] == "feedback"} == set(STUDENTS)
-    leaked = [str(p) for p in files if EXCHANGE_SECRET.encode() in p.read_bytes()
-              or COPY_SECRET.encode() in p.read_bytes()]
-    assert leaked == []
+    secrets = {"the classmate's submission": EXCHANGE_SECRET.encode(), "the copy of tracks/": COPY_SECRET.encode()}
+    leaked = {}
+    for path in files:
+        data = path.read_bytes()
+        found = [what for what, secret in secrets.items() if secret in data]
+        if found:
+            leaked[str(path)] = found
+    assert leaked == {}
 
 
 def test_the_run_leaves_no_connection_process_or_changed_file(graded):
