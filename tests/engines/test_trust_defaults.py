@@ -120,13 +120,13 @@ def _autograde(nb: nbformat.NotebookNode, folder: Path, notebook_run=lambda nb: 
 
 
 @pytest.fixture
-def grader(monkeypatch):
+def trusted_grader(monkeypatch):
     """Leaves the module's "inside the trusted grader" flag and its registry as they were."""
     monkeypatch.setattr(hidden_tests, "_in_trusted_grader", False)
     return monkeypatch
 
 
-def test_a_graded_cell_keeps_none_of_the_notebooks_own_outputs_or_metadata(grader, tmp_path):
+def test_a_graded_cell_keeps_none_of_the_notebooks_own_outputs_or_metadata(trusted_grader, tmp_path):
     """The notebook made a failing test cell print a number (nbgrader scores a cell by its first number or
     error) and a passing one raise, and forged both cells' results: only the verdicts remain."""
     def verdict(kind: str) -> None:
@@ -134,7 +134,7 @@ def test_a_graded_cell_keeps_none_of_the_notebooks_own_outputs_or_metadata(grade
         if kind == "fail":
             raise hidden_tests.TestFailed("the kernel is wrong")
 
-    grader.setitem(HIDDEN_TESTS, "verdict", verdict)
+    trusted_grader.setitem(HIDDEN_TESTS, "verdict", verdict)
     nb = new_notebook(cells=[_test_cell("fails", "verdict('fail')", 2), _test_cell("passes", "verdict('pass')", 1)])
     own = {"fails": [new_output("stream", name="stdout", text="forged\n"),
                      new_output("execute_result", data={"text/plain": "2.0"}, execution_count=1)],
@@ -156,7 +156,7 @@ def test_a_graded_cell_keeps_none_of_the_notebooks_own_outputs_or_metadata(grade
     assert determine_grade(fails) == (0, 2) and determine_grade(passes) == (1, 1)
 
 
-def test_no_process_that_grades_has_the_submission_folder_on_sys_path(grader, handlers, tmp_path):
+def test_no_process_that_grades_has_the_submission_folder_on_sys_path(trusted_grader, handlers, tmp_path):
     """A hidden test in nbgrader's process (this one) and the sandboxed child it starts with default arguments
     look for a module handed in beside the notebook, and at their ``sys.path``."""
     folder = tmp_path / "autograded" / "student" / "unit"
@@ -172,7 +172,7 @@ def test_no_process_that_grades_has_the_submission_folder_on_sys_path(grader, ha
         assert child.ok, child.message
         seen["child"] = child.answer
 
-    grader.setitem(HIDDEN_TESTS, "where_am_i", where_am_i)
+    trusted_grader.setitem(HIDDEN_TESTS, "where_am_i", where_am_i)
     nb = new_notebook(cells=[_test_cell("where", "where_am_i()", 1)])
     _autograde(nb, folder)
     assert determine_grade(nb.cells[0]) == (1, 1) and set(seen) == {"grader", "child"}, nb.cells[0].outputs
