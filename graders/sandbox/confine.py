@@ -222,6 +222,13 @@ class SandboxCgroup:
         text = _read(path / ("memory.events" if version == 2 else "memory.oom_control"))
         return bool(re.search(r"^oom_kill [1-9]", text, re.M))
 
+    def refused_forks(self) -> int:
+        """How many times a new process or thread was refused at ``pids.max``."""
+        if "pids" not in self.dirs:
+            return 0
+        match = re.search(r"^max (\d+)", _read(self.dirs["pids"][1] / "pids.events"), re.M)
+        return int(match.group(1)) if match else 0
+
     def kill_and_remove(self) -> None:
         for path in self.paths():
             _kill_and_remove(path)
@@ -400,7 +407,7 @@ def main(argv: list[str]) -> None:
     if watch:
         _outrank_the_sandbox()
     status = _supervise(pid, info_r, cgroup, options["parent"], cpu=cpu, watch_processes=watch)
-    _finish(status, cgroup, memory, bwrap=options["bwrap"])
+    _finish(status, cgroup, memory, bwrap=options["bwrap"], processes=processes)
 
 
 class _Target:
@@ -569,7 +576,8 @@ def _kill_tree(pid: int, cgroup: SandboxCgroup | None) -> None:
                     pass
 
 
-def _finish(status: int, cgroup: SandboxCgroup | None, memory: int | None, *, bwrap: bool) -> None:
+def _finish(status: int, cgroup: SandboxCgroup | None, memory: int | None, *, bwrap: bool,
+            processes: int | None = None) -> None:
     if status < 0:
         signum = -status
     elif os.WIFSIGNALED(status):
@@ -581,6 +589,10 @@ def _finish(status: int, cgroup: SandboxCgroup | None, memory: int | None, *, bw
     if cgroup:
         if signum == signal.SIGKILL and memory and cgroup.out_of_memory():
             sys.stderr.write(f"[sandbox] the sandbox ran out of memory (its cap is {memory} bytes)\n")
+        refused = cgroup.refused_forks()
+        if refused:
+            sys.stderr.write(f"[sandbox] {refused} new process(es) or thread(s) were refused: the sandbox's cap is "
+                             f"{processes} processes and threads\n")
         cgroup.kill_and_remove()
     sys.stderr.flush()
     if not signum:

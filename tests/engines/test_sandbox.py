@@ -376,6 +376,8 @@ def test_process_cap_limits_the_sandbox(caps):
     else:                                    # pids cgroup or RLIMIT_NPROC: fork fails at the cap
         started, why = done.stdout.split(" ", 1)
         assert int(started) < 40 and "no limit" not in why, done.stdout + done.stderr
+        if caps == "cgroup" and "pids" in confine.cgroup_parents(("pids",)):   # the supervisor names the cap
+            assert "the sandbox's cap is 40 processes and threads" in done.stderr, done.stderr
 
 
 def test_fork_bomb_is_contained(caps):
