@@ -6,11 +6,13 @@ submissions go under submitted/<student>/<name>/, and `nbgrader autograde <name>
 `nbgrader release_assignment`, students' `fetch_assignment`/`submit` and `nbgrader collect` go through
 exchange/ in the course directory (git-ignored); point ``Exchange.root`` at a shared folder on a multi-user hub.
 """
+import sys
 import warnings
 from pathlib import Path
 
 from sqlalchemy.exc import SAWarning
 
+from gradebook import database
 from graders import settings
 from graders.notebook import CUDA_LANGUAGE, CUDA_STUB
 
@@ -19,6 +21,13 @@ c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 c.CourseDirectory.course_id = "kernel-workshop"
 c.CourseDirectory.source_directory = "assignments"
 c.CourseDirectory.db_url = settings.gradebook_url()
+
+# nbgrader runs the `alembic` script by name when it creates the gradebook: `.venv/bin/nbgrader` finds it without
+# an activated venv. A gradebook an earlier run left without its schema version is stamped (gradebook/database.py).
+database.alembic_on_path()
+if stamped := database.stamp_unversioned(c.CourseDirectory.db_url, Path(__file__).resolve().parent):
+    print(f"nbgrader_config.py: the gradebook had no schema version (an earlier nbgrader run could not find "
+          f"alembic): stamped {stamped}", file=sys.stderr)
 
 # The course's own exchange, beside this file: release and collect work without a system-wide one.
 EXCHANGE = Path(__file__).resolve().parent / "exchange"

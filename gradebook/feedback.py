@@ -19,9 +19,10 @@ import base64
 import html
 import io
 
+from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
-from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool
 
 from graders.autograde import graded_cells, stored_results
 
@@ -126,9 +127,15 @@ def chart_png(results: list[dict]) -> bytes:
     return buffer.getvalue()
 
 
-class PerformanceFeedback(NbGraderPreprocessor):
+class PerformanceFeedback(Preprocessor):
     """Adds each timed kernel's table under its graded cell, and the ladder's chart and the precision table
-    after the last one."""
+    after the last one.
+
+    An nbconvert preprocessor, on by default as nbgrader's are. Not an `NbGraderPreprocessor`: that class
+    redeclares nbconvert's ``display_data_priority`` without ``config=True``, so the HTML exporter's setting
+    of it (``NbConvertBase.display_data_priority``) is "not recognized" and warned about on every feedback."""
+
+    enabled = Bool(True, help="Whether nbgrader runs this preprocessor").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         timed = [(cell, timed_results(cell)) for cell in graded_cells(nb)]

@@ -2,6 +2,8 @@
 results the trusted grader stored, through nbconvert's HTML export as ``nbgrader generate_feedback`` runs it."""
 from __future__ import annotations
 
+import logging
+
 import nbformat
 from nbconvert import HTMLExporter
 from nbformat.v4 import new_code_cell, new_notebook
@@ -103,3 +105,13 @@ def test_a_timed_kernel_without_a_format_gets_no_precision_table():
                              graded_cell("padded_score", [timed("padded", 0.846)])])
     nb, body = feedback(nb)
     assert "workshop-precision" not in body
+
+
+def test_the_html_exporters_settings_are_recognized(caplog):
+    """nbgrader's HTML export configures every preprocessor's ``display_data_priority``: no "Config option ...
+    not recognized by PerformanceFeedback" on each ``nbgrader generate_feedback``; on by default, as listed."""
+    config = HTMLExporter().default_config
+    with caplog.at_level(logging.WARNING):
+        preprocessor = PerformanceFeedback(config=config)
+    assert preprocessor.enabled and not caplog.records
+    assert preprocessor.display_data_priority == config.NbConvertBase.display_data_priority
