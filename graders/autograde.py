@@ -218,6 +218,8 @@ def stored_results(cell: NotebookNode) -> list[dict]:
 
 
 GRADING = "workshop_trusted_grading"   # the key of the running `_Grading` in nbgrader's resources
+# What nbgrader's submit (and collect) put beside a submission's notebooks: not handed in by the student.
+EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 class StartTrustedGrading(NbGraderPreprocessor):
@@ -243,6 +245,7 @@ class StartTrustedGrading(NbGraderPreprocessor):
         coursedir = CourseDirectory(config=self.config)
         source = Path(coursedir.format_path(coursedir.source_directory, ".", resources["nbgrader"]["assignment"]))
         shipped = {p.relative_to(source) for p in source.rglob("*") if p.is_file()} if source.is_dir() else set()
+        shipped |= {Path(name) for name in EXCHANGE_FILES}
         extra = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                        if p.is_file() and p.suffix != ".ipynb" and p.relative_to(folder) not in shipped)
         if extra:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import re
+import secrets
 from pathlib import Path
 
 import nbformat
@@ -12,6 +14,7 @@ from graders import settings, tracks
 from workshop.cells import read_cells, strip_solution_markers
 
 ROOT = settings.ROOT
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"   # nbgrader's Exchange.timestamp_format (UTC)
 PUZZLE_SOLUTIONS = tracks.get("puzzles").solutions
 
 
@@ -44,9 +47,15 @@ def wrong_answers(*names: str) -> dict[str, str]:
 
 
 def write(course: Path, student: str, assignment: str, nb: nbformat.NotebookNode) -> Path:
+    """Save ``nb`` as ``student``'s submission in ``submitted/``, with what ``nbgrader submit`` puts beside it
+    and ``nbgrader collect`` copies there: ``timestamp.txt`` (now, in nbgrader's format; autograde records it)
+    and ``submission_secret.txt`` (``nbgrader release_feedback`` reads both). Returns the notebook's path."""
     path = course / "submitted" / student / assignment / f"{assignment}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    (path.parent / "timestamp.txt").write_text(now.strftime(TIMESTAMP_FORMAT))
+    (path.parent / "submission_secret.txt").write_text(secrets.token_hex(64))
     return path
 
 

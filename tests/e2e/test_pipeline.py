@@ -45,6 +45,16 @@ def test_untouched_stub_gets_zero_without_crashing(course):
     assert len(scores) == 2 * len(catalogue.PUZZLES) and sum(scores.values()) == 0
 
 
+def test_feedback_on_submissions_the_project_placed_is_released(course):
+    """`workshop.submissions.write` puts nbgrader's timestamp.txt and submission_secret.txt beside the notebook,
+    as `nbgrader collect` does: release_feedback reads both (it raised FileNotFoundError without them)."""
+    for command in ("generate_feedback", "release_feedback"):
+        done = nbg.nbgrader(course.root, command, "puzzles", "--student=reference")
+        assert "Traceback" not in done.stdout + done.stderr and "WARNING" not in done.stdout + done.stderr
+    released = list((course.root / "exchange" / "kernel-workshop" / "feedback").glob("*.html"))
+    assert len(released) == 1 and "map_correct" in released[0].read_text()
+
+
 def test_each_mistake_costs_exactly_its_own_points_and_hangs_are_stopped(course, monkeypatch):
     answers, expected = all_mistakes()
     course.submit("mistakes", answers)
