@@ -1,5 +1,7 @@
 """``workshop``: the course's own jobs beside nbgrader's CLI.
 
+  workshop jupyter-config    link jupyter-config/'s files into this environment's etc/jupyter (kernels with
+                             encrypted messages; the course and its exchange for students' nbgrader commands)
   workshop demo              release, submit three notebooks, autograde, export, summarise (scratch dir)
   workshop export            nbgrader's grades CSV plus the points of every graded cell and each kernel's
                              time, throughput, ratio and GPU (--course DIR, default here; --to FILE)
@@ -25,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="workshop", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("jupyter-config", help="link jupyter-config/'s files into this environment's etc/jupyter")
     demo = sub.add_parser("demo", help="the whole course flow on the puzzles track, in a scratch directory")
     demo.add_argument("--dir", type=Path, default=None, help="course directory to create (default: a temp dir)")
     export = sub.add_parser("export", help="grades with points per graded cell and each kernel's speed and GPU")
@@ -56,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     queue.add_argument("assignment", nargs="?", default=None)
     queue.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
     args = parser.parse_args(argv)
+    from gradebook.database import alembic_on_path
+    alembic_on_path()   # export, grade and queue may create the gradebook: nbgrader runs `alembic` for that
 
     if args.command == "worker":
         from workshop.fleet.worker import run
@@ -67,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         from workshop.fleet.queue_view import show
         return show(args.course, args.assignment)
 
+    if args.command == "jupyter-config":
+        from workshop.jupyter_config import ConfigInTheWay, install
+        try:
+            print("\n".join(f"{link} -> {link.readlink()}" for link in install()))
+        except ConfigInTheWay as exc:
+            print(f"workshop jupyter-config: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "targets":
         return _targets(args.track, args.records, args.fraction, args.write)
     if args.command == "build":
