@@ -241,6 +241,8 @@ def test_local_mode_grades_here_into_sqlite(tmp_path, course_template, template_
     url = f"sqlite:///{course / 'gradebook.db'}"
     assert _totals(url) == expected
     assert {(r["student"], r["state"], r["worker"]) for r in _ledger(url)} == {(s, "done", "local") for s in expected}
+    # the generated assignments kept between tasks: a gradebook, no source notebook (no solutions)
+    assert list(template_cache.rglob("gradebook.db")) and not list(template_cache.rglob("*.ipynb"))
 
 
 def test_ledger_writes_a_result_once(tmp_path):

@@ -1,10 +1,13 @@
 """Grade one submission through the trusted path in a course directory of its own.
 
-The directory holds the course config (this checkout's ``nbgrader_config.py``), the assignment's source
-notebooks (sent with the task, so a worker keeps no solutions) and this one submission; its gradebook is a
-throwaway SQLite file. ``nbgrader generate_assignment`` runs once per source version (a template copied for
-each submission), then real ``nbgrader autograde`` grades the submission, sandboxed as on the TA's machine.
-Nothing here sees the course's gradebook, its URL or other students' files.
+The directory holds the course config (this checkout's ``nbgrader_config.py``), a gradebook (a throwaway SQLite
+file) into which the assignment was generated, and this one submission. ``nbgrader generate_assignment`` runs once
+per source version, from the source notebooks sent with the task, into a template copied for each submission;
+the source notebooks (every solution) and the release are deleted as soon as it is generated, so a worker keeps
+no solutions between tasks. The template's gradebook holds what ``nbgrader autograde`` needs: each graded cell's
+source with its grading call, and the solution cells as released (stubs). Then real ``nbgrader autograde``
+grades the submission, sandboxed as on the TA's machine. Nothing here sees the course's gradebook, its URL or
+other students' files.
 """
 from __future__ import annotations
 
@@ -71,7 +74,8 @@ def _run(course: Path, args: list[str], timeout: float) -> tuple[int | None, str
 
 
 def _template(assignment: str, sources: dict[str, str]) -> Path:
-    """A course directory with the assignment generated into its gradebook, built once per source version."""
+    """A course directory with the assignment generated into its gradebook, built once per source version; it
+    holds no source notebook."""
     config = (ROOT / "nbgrader_config.py").read_bytes()
     key = hashlib.sha256(config + checksum(sources).encode()).hexdigest()[:20]
     template = cache_dir() / f"{assignment}-{key}"
@@ -88,7 +92,8 @@ def _template(assignment: str, sources: dict[str, str]) -> Path:
     if rc != 0:
         shutil.rmtree(build, ignore_errors=True)
         raise InfrastructureFault(f"nbgrader generate_assignment {assignment} failed ({rc}):\n{log[-LOG_TAIL:]}")
-    shutil.rmtree(build / "release", ignore_errors=True)   # the student version: not needed to autograde
+    for generated_from in ("assignments", "release"):   # the solutions, and the student version: not needed
+        shutil.rmtree(build / generated_from)
     try:
         build.rename(template)
     except OSError:   # another worker on this host built it first

@@ -5,6 +5,8 @@ Each needs Debian's packages (``redis-server``, ``postgresql``); `missing` says 
 """
 from __future__ import annotations
 
+import atexit
+import ctypes
 import glob
 import os
 import pwd
@@ -156,8 +158,29 @@ def _has_user(name: str) -> bool:
         return False
 
 
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_STARTED: list[Worker] = []   # every worker this process started: killed when it exits
+
+
+def _die_with(parent: int) -> None:
+    """In a child before it runs its program: SIGKILL when ``parent`` (the process that started it) dies, also
+    when nothing in it could clean up (a test run killed)."""
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:   # it died before the line above
+        os._exit(1)
+
+
+@atexit.register
+def _kill_started() -> None:
+    for worker in _STARTED:
+        worker.kill()
+
+
 class Worker:
-    """``workshop worker`` in a session of its own (so that it can be killed whole), logging to a file."""
+    """``workshop worker`` in a session of its own (so that it can be killed whole), logging to a file. It dies
+    with the process that started it: at its exit (a test run stopped with Ctrl-C) or when it is killed (the
+    worker's Celery pool process dies with the worker, as Celery arranges)."""
 
     def __init__(self, name: str, log: Path, env: dict[str, str], args: tuple[str, ...] = ("--sim",)):
         self.name, self.log, self.env, self.args = name, log, env, args
@@ -165,9 +188,12 @@ class Worker:
 
     def start(self) -> Worker:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        parent = os.getpid()
         self.proc = subprocess.Popen([sys.executable, "-m", "workshop.cli", "worker", *self.args,
                                       f"--name={self.name}"], env=self.env, start_new_session=True,
+                                     preexec_fn=lambda: _die_with(parent),
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        _STARTED.append(self)
         return self
 
     def wait_ready(self, timeout: float = 60) -> Worker:
@@ -182,9 +208,11 @@ class Worker:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def kill(self) -> None:
-        """SIGKILL the worker and every process below it, as when its machine dies."""
+        """SIGKILL the worker and every process below it, as when its machine dies; then what is left of its
+        session's process group (a grading's nbgrader whose pool process was killed first)."""
         if self.proc and self.proc.poll() is None:
             kill_tree(self.proc.pid)
+            os.killpg(self.proc.pid, signal.SIGKILL)   # unreaped, the worker still holds its group's id
             self.proc.wait()
 
     def stop(self) -> None:
