@@ -1,12 +1,14 @@
 """Stage the build context of the worker and coordinator images: exactly the files a worker grades with.
 
-    python docker/context.py DEST
+    python3 docker/context.py DEST      (any Python 3.11+: it needs nothing but the standard library)
+    python3 docker/context.py --list    the solutions it would stage, one a line
 
 Copies, from what git tracks in this checkout: the code packages (``graders``, ``gradebook``, ``workshop``),
-``pyproject.toml``, ``nbgrader_config.py``, and of each track only its grader files (`graders.tracks.GRADER_FILES`:
-``spec.toml``, ``structure.toml``, ``problem.py``) plus the reference solutions that a counter rule profiles
-beside the student's kernel (``counter.relative_to`` in a CUDA spec: the grader runs that reference, so a GPU
-worker needs its source). No other solution, no source notebook, no gradebook, no benchmark record.
+``pyproject.toml``, ``nbgrader_config.py``, ``jupyter-config/``, and of each track only its grader files
+(`graders.tracks.GRADER_FILES`: ``spec.toml``, ``structure.toml``, ``problem.py``) plus the reference solutions
+that a counter rule profiles beside the student's kernel (``counter.relative_to`` in a CUDA spec: the grader runs
+that reference, so a GPU worker needs its source). No other solution, no source notebook, no gradebook, no
+benchmark record.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from graders import tracks  # noqa: E402  (GRADER_FILES: what the sandbox shows a grading child of a track)
 
 CODE = ("graders", "gradebook", "workshop")
-TOP_FILES = ("pyproject.toml", "nbgrader_config.py")
+TOP_FILES = ("pyproject.toml", "nbgrader_config.py", "jupyter-config")
 
 
 def counter_references(spec_path: Path) -> list[Path]:
@@ -58,7 +60,13 @@ def stage(dest: Path) -> list[Path]:
     return copied
 
 
+def solutions(paths: list[Path]) -> list[str]:
+    return [str(p) for p in paths if "solutions" in p.parts]
+
+
 if __name__ == "__main__":
-    staged = stage(Path(sys.argv[1]))
-    solutions = [str(p) for p in staged if "solutions" in p.parts]
-    print(f"{len(staged)} files; solutions (counter references): {', '.join(solutions) or 'none'}")
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(solutions(files())))
+    else:
+        staged = stage(Path(sys.argv[1]))
+        print(f"{len(staged)} files; solutions (counter references): {', '.join(solutions(staged)) or 'none'}")

@@ -9,8 +9,9 @@ ARG UID=1000
 RUN useradd --create-home --uid "${UID}" --user-group workshop
 COPY . /opt/kernel-workshop
 RUN pip install --no-cache-dir --no-index --no-deps --no-build-isolation -e /opt/kernel-workshop \
- && python -m ipykernel install --sys-prefix --name python3
+ && python -m ipykernel install --sys-prefix --name python3 \
+ && workshop jupyter-config
 USER workshop
 WORKDIR /home/workshop
-# Stays up; the TA runs commands in it: docker-compose exec coordinator workshop grade puzzles --course /course
+# Stays up; the TA runs commands in it: docker-compose exec -T coordinator workshop grade puzzles --course /course
 CMD ["sleep", "infinity"]

@@ -13,7 +13,8 @@ ARG UID=1000
 RUN useradd --create-home --uid "${UID}" --user-group workshop
 COPY . /opt/kernel-workshop
 RUN pip install --no-cache-dir --no-index --no-deps --no-build-isolation -e /opt/kernel-workshop \
- && python -m ipykernel install --sys-prefix --name python3
+ && python -m ipykernel install --sys-prefix --name python3 \
+ && workshop jupyter-config
 USER workshop
 WORKDIR /home/workshop
 # Generated-assignment templates, one per source version (workshop/fleet/isolated.py).

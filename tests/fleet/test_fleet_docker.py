@@ -103,8 +103,10 @@ def test_fleet_in_containers(tmp_path, record_property):
         assert {r["state"] for r in rows} == {"done"} and all(r["deliveries"] == 1 for r in rows)
         assert {r["worker"] for r in rows} == {f"sim1@{project}", f"sim2@{project}"}
         inside = compose("exec", "-T", "sim-worker-1", "sh", "-c",
-                         "id -un; find /opt/kernel-workshop -name '*.ipynb' -o -name 'gradebook.db' | wc -l").stdout
-        assert inside.split() == ["workshop", "0"]   # a worker: unprivileged, no notebook, no gradebook
+                         "id -un; find /opt/kernel-workshop \"$WORKSHOP_WORKER_CACHE\" -name '*.ipynb' | wc -l; "
+                         "find /opt/kernel-workshop -name gradebook.db | wc -l").stdout
+        # a worker: unprivileged, no notebook in its image or in what it keeps between tasks, no gradebook
+        assert inside.split() == ["workshop", "0", "0"]
         seconds = sorted(r["seconds"] for r in rows)
         print(f"\n{n} submissions: containers up {times['up']:.1f} s, workshop grade {times['grade']:.1f} s "
               f"({n / times['grade'] * 60:.2f}/min); grading per submission {seconds[0]:.1f}-{seconds[-1]:.1f} s, "
