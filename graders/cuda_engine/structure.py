@@ -16,6 +16,7 @@ A configuration maps to the launch as: tile = (BN, BM) (columns, rows), block = 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import warnings
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ from graders.result import Status
 from graders.sandbox.run import run_child
 
 TUNABLE = ("BM", "BN", "BK", "TM", "TN")
+# Configurations a search space may list, valid or not (at most the rules' max_configs of them valid): the size
+# is checked from the lists' lengths before the space is expanded.
+MAX_SPACE = 4096
 
 
 @dataclass(frozen=True)
@@ -205,11 +209,18 @@ def config_problem(config: dict, rules: AutotuneRules) -> str:
     return ""
 
 
-def expand_space(space: dict) -> list[dict]:
-    """Every combination of ``space`` (each of BM, BN, BK, TM, TN mapped to a list of values)."""
+def expand_space(space: dict, limit: int = MAX_SPACE) -> list[dict]:
+    """Every combination of ``space`` (each of BM, BN, BK, TM, TN mapped to a list of values, or one value).
+
+    Their number, the product of the lists' lengths, is checked against ``limit`` before anything is expanded:
+    a space of more is refused (`ValueError`) whatever it holds."""
     if not isinstance(space, dict) or set(space) != set(TUNABLE):
         raise ValueError(f"the search space maps each of {', '.join(TUNABLE)} to a list of values")
-    values = [list(space[k]) if isinstance(space[k], (list, tuple)) else [space[k]] for k in TUNABLE]
+    values = [space[k] if isinstance(space[k], (list, tuple)) else [space[k]] for k in TUNABLE]
+    size = math.prod(len(v) for v in values)
+    if size > limit:
+        raise ValueError(f"the search space lists {size} configurations ({' x '.join(str(len(v)) for v in values)} "
+                         f"values of {', '.join(TUNABLE)}); the grader expands at most {limit}")
     return [dict(zip(TUNABLE, combo)) for combo in itertools.product(*values)]
 
 
@@ -279,11 +290,18 @@ def score_autotuned(assignment: str | Path, source: str, choice: dict, **options
 
 
 def autotune(assignment: str | Path, source: str, space: dict, *, budget_s: float = 0.5) -> tuple[dict, list[dict]]:
-    """On a GPU: grade every valid configuration of ``space``; (the fastest correct one, a row per config)."""
+    """On a GPU: grade every valid configuration of ``space``; (the fastest correct one, a row per config).
+
+    A space of more than the rules' ``max_configs`` valid configurations is refused before any is graded."""
     from graders.cuda_engine.grade import grade_kernel
     rules = load_structure(assignment).autotune
+    configs = expand_space(space)
+    valid = sum(not config_problem(c, rules) for c in configs)
+    if valid > rules.max_configs:
+        raise ValueError(f"the search space has {valid} valid configurations; at most {rules.max_configs} "
+                         "(the autotuning rules' max_configs)")
     rows = []
-    for config in expand_space(space):
+    for config in configs:
         why = config_problem(config, rules)
         if why:
             rows.append({"config": config, "status": Status.REFUSED, "message": why})

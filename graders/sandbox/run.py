@@ -230,6 +230,10 @@ def run_child(
     reserves far more address space than it uses). ``gpu`` gives the child the GPU. ``env`` is set in the
     child on top of the sandbox's allowlisted environment (``PYTHONPATH`` directories become visible).
     Raises `SandboxUnavailable` when there is no sandbox (see ``WORKSHOP_SANDBOX``).
+
+    What comes back is capped (`graders.sandbox.capped_output`): the last 4 KiB of stdout and of stderr (a line
+    before them says how many bytes were dropped), an answer of at most 1 MiB (a larger one is a crash that
+    says so); a child still writing at its deadline is killed all the same.
     """
     read_fd, write_fd = os.pipe()
     try:
@@ -253,23 +257,24 @@ def run_child(
         start_new_session=True,
     )
     os.close(write_fd)
-    try:
-        out, err = proc.communicate(json.dumps(request).encode(), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        os.close(read_fd)
+    # every stream is capped: the child decides how much it writes, not how much of it is kept
+    from graders.sandbox import capped_output
+    got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
+                                    kill=lambda: _kill_group(proc))
+    seconds = time.monotonic() - start
+    stderr, stdout = got.stderr.text("stderr"), got.stdout.text("stdout")
+    if got.timed_out:
         confine.remove_stale_cgroups()
         return ChildResult(
             "timeout",
             message=f"stopped after {timeout_s:g} s: it did not finish (an endless loop or a deadlock?)",
-            stderr=_tail(err),
-            seconds=time.monotonic() - start,
+            stderr=stderr,
+            seconds=seconds,
         )
-    with os.fdopen(read_fd, "rb") as channel:
-        raw = channel.read()
-    seconds = time.monotonic() - start
-    stderr, stdout = _tail(err), _tail(out)
+    if got.answer_over_cap:
+        return ChildResult("crashed", message=f"the answer was larger than {capped_output.ANSWER_BYTES} bytes "
+                           "(the cap on a grading child's answer)", stderr=stderr, seconds=seconds, stdout=stdout)
+    raw = got.answer
     if proc.returncode != 0 or not raw:
         return ChildResult("crashed", message=_crash_message(proc.returncode, stderr), stderr=stderr,
                            seconds=seconds, stdout=stdout)
@@ -300,7 +305,3 @@ def _crash_message(returncode: int, stderr: str) -> str:
     last = stderr.strip().splitlines()[-1] if stderr.strip() else "no error message"
     return f"the grading process exited with status {returncode}: {last}"
 
-
-def _tail(data: bytes, limit: int = 4000) -> str:
-    text = data.decode(errors="replace")
-    return text[-limit:]
