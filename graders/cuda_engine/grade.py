@@ -16,6 +16,9 @@
   A kernel's check cell calls `check` (one line, never a traceback: the compiler's messages about the
   student's lines, or "not written yet" for the untouched stub); its graded cell's public part calls
   `assert_compiles`, which raises instead, so ``nbgrader validate`` fails on a kernel that does not compile.
+  Where there is no GPU (and not while autograding, nor with ``WORKSHOP_CPU_PREVIEW=off``), both add the CPU
+  preview of a kernel that compiles (`graders.cuda_engine.preview`): one more line, ✓, ✗ or ?, and
+  `assert_compiles` raises on a ✗, so that ``nbgrader validate`` fails on a kernel the preview finds wrong.
 
 ``WORKSHOP_PERF_BUDGET_S`` (seconds), when set, replaces the spec's ``time_budget_s`` as the timing budget
 of each kernel (an explicit ``budget_s`` still wins): the GPU test of the nbgrader pipeline uses it to grade
@@ -33,7 +36,7 @@ import warnings
 from pathlib import Path
 
 from graders import settings
-from graders.cuda_engine import counters, sanitizer
+from graders.cuda_engine import counters, preview, sanitizer
 from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, CompileError, compile_cuda, resources_summary
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
@@ -235,9 +238,18 @@ def _unwritten_line(kernel_id: str) -> str:
     return f"{kernel_id}: not written yet (its body is still the stub's comment)"
 
 
+def _preview(assignment: str | Path, kernel_id: str, source: str, launch: dict) -> preview.Preview | None:
+    """The CPU preview of a kernel that compiles, where it runs: no GPU here, not autograding (the preview never
+    scores), not turned off with ``WORKSHOP_CPU_PREVIEW=off``."""
+    if autograding_in_notebook() or not settings.cpu_preview_enabled() or detect_gpu() is not None:
+        return None
+    return preview.preview(assignment, kernel_id, source, block=launch.get("block"), tile=launch.get("tile"),
+                           params=launch.get("params"))
+
+
 def check(assignment: str | Path, kernel_id: str, source: str, **launch) -> None:
-    """A kernel's check cell: what `check_compiles` prints, or one line saying it is not written yet, or the
-    compiler's messages about the student's lines; never raises."""
+    """A kernel's check cell: what `check_compiles` prints and, without a GPU, the CPU preview's line; or one line
+    saying it is not written yet, or the compiler's messages about the student's lines; never raises."""
     if still_the_stub(source):
         print(_unwritten_line(kernel_id))
         return
@@ -245,10 +257,15 @@ def check(assignment: str | Path, kernel_id: str, source: str, **launch) -> None
         check_compiles(assignment, kernel_id, source, **launch)
     except CompileError as exc:
         print(f"{kernel_id}: {exc}")
+        return
+    found = _preview(assignment, kernel_id, source, launch)
+    if found:
+        print(found.line)
 
 
 def assert_compiles(assignment: str | Path, kernel_id: str, source: str, **launch) -> None:
-    """The public part of a kernel's graded cells: `KernelFailed` unless it is written and compiles."""
+    """The public part of a kernel's graded cells: `KernelFailed` unless it is written and compiles and, where the
+    CPU preview runs, unless the preview finds it wrong."""
     if autograding_in_notebook():
         print(f"{kernel_id}: not checked here while autograding; the hidden tests grade it.")
         return
@@ -258,4 +275,9 @@ def assert_compiles(assignment: str | Path, kernel_id: str, source: str, **launc
         _compile(assignment, kernel_id, source, launch.get("block"), launch.get("tile"), launch.get("params"))
     except CompileError as exc:
         raise KernelFailed(f"{kernel_id}: {exc}") from None
+    found = _preview(assignment, kernel_id, source, launch)
+    if found and found.verdict == "wrong":
+        raise KernelFailed(f"{kernel_id}: {found.failure}")
     print(f"✓ {kernel_id} compiles; correctness and speed are checked on the GPU worker.")
+    if found:
+        print(found.line)

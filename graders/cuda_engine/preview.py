@@ -363,8 +363,15 @@ def _unmangled(symbol: str) -> str:
 
 @functools.cache
 def toolchain() -> Toolchain | None:
+    """g++ with its builds under `cache_root`, or a fresh temporary folder where that cannot be written; None
+    without g++."""
     cxx = shutil.which("g++")
-    return Toolchain(cxx, cache_root()) if cxx else None
+    if not cxx:
+        return None
+    try:
+        return Toolchain(cxx, cache_root())
+    except OSError:
+        return Toolchain(cxx, Path(tempfile.mkdtemp(prefix="cpu-preview-builds-")))
 
 
 # ---- running -----------------------------------------------------------------------------------------------
@@ -419,14 +426,17 @@ def parameter_names(signature: str) -> list[str]:
     return re.findall(r"(\w+)\s*(?=[,)])", signature)
 
 
+def _coordinates(values: list[int], extent) -> str:
+    """``values`` as CUDA indexes: one number for a one-dimensional extent, else (x, y) or (x, y, z)."""
+    used = max([1] + [i + 1 for i, e in enumerate(extent) if e > 1])
+    return f"({', '.join(map(str, values[:used]))})" if used > 1 else str(values[0])
+
+
 def _where(report: dict[str, str], grid, block) -> str:
-    def coordinates(text: str, extent) -> str:
-        values = [int(v) for v in text.split()]
-        used = max([1] + [i + 1 for i, e in enumerate(extent) if e > 1])
-        return f"({', '.join(map(str, values[:used]))})" if used > 1 else str(values[0])
     if "block" not in report:
         return ""
-    return f" in block {coordinates(report['block'], grid)}, thread {coordinates(report['thread'], (*block, 1))}"
+    return (f" in block {_coordinates([int(v) for v in report['block'].split()], grid)}, "
+            f"thread {_coordinates([int(v) for v in report['thread'].split()], (*block, 1))}")
 
 
 def describe(report: dict[str, str], definition: Problem, buffers, shared: SharedLayout | None, grid, block,
@@ -452,12 +462,11 @@ def describe(report: dict[str, str], definition: Problem, buffers, shared: Share
         return "out_of_bounds", f"{verb} `{name}`{far} out of bounds (index {index} of {elements}){where}"
     if status == "deadlock":
         waits = [w.split(":") for w in report.get("waiting", "").split(";") if ":" in w]
-        at_block = [t for t, what in waits if what == "__syncthreads"]
-        at_warp = [t for t, what in waits if what == "warp"]
-        return "deadlock", (f"the block's threads never meet: thread ({at_warp[0] if at_warp else at_block[0]}) "
-                            "waits at a warp-level call (__shfl_*_sync, __syncwarp, ...) that lanes of its warp "
-                            "named in the mask never reach" + (f", while thread ({at_block[0]}) waits at "
-                                                               "__syncthreads()" if at_block else ""))
+        thread = {what: _coordinates([int(v) for v in t.split(",")], (*block, 1)) for t, what in reversed(waits)}
+        return "deadlock", ("the block's threads never meet: thread " + thread.get("warp", "?") + " waits at a "
+                            "warp-level call (__shfl_*_sync, __syncwarp, ...) that lanes of its warp named in the mask "
+                            "never reach" + (f", while thread {thread['__syncthreads']} waits at __syncthreads()"
+                                             if "__syncthreads" in thread else ""))
     if status == "timeout":
         return "timeout", (f"did not finish within {time_limit_s:g} s on the CPU{where} (an endless loop? a loop "
                            "whose condition never changes?)")
@@ -579,7 +588,11 @@ def preview(assignment: str | Path, kernel_id: str, source: str, *, block=None, 
     with _results_lock:
         if key in _results:
             return _results[key]
-    found = run_preview(kernel, geometry, source, shapes)
+    try:
+        found = run_preview(kernel, geometry, source, shapes)
+    except Exception as exc:   # a check cell never raises: the preview is only a preview
+        return Preview(kernel_id, "cannot_run", "crashed", f"the CPU preview failed ({type(exc).__name__}: {exc}); "
+                       "the GPU worker grades it", shapes=tuple(shapes))
     if found.finding != "timeout":
         with _results_lock:
             _results[key] = found

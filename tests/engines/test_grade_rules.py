@@ -366,10 +366,12 @@ def test_the_check_cell_prints_the_launch(capsys, monkeypatch):
                     tile=(32, 16))
     finally:
         grade.detect_gpu.cache_clear()
-    out = capsys.readouterr().out
-    assert out.startswith("transpose_best compiles for sm_90: ")
-    assert out.endswith(". Launched as <<<grid, (16, 16)>>>, a 32 x 16 tile per block. Correctness and speed are "
-                        "checked on the GPU worker.\n")
+    compiled, previewed = capsys.readouterr().out.splitlines()
+    assert compiled.startswith("transpose_best compiles for sm_90: ")
+    assert compiled.endswith(". Launched as <<<grid, (16, 16)>>>, a 32 x 16 tile per block. Correctness and speed "
+                             "are checked on the GPU worker.")
+    # one element per thread of a 16 x 16 block leaves half of each 32 x 16 tile unwritten: the CPU preview says so
+    assert previewed.startswith("✗ best: CPU preview, shape 33 x 65 (rows, cols): 561 of 2145 values wrong; ")
 
 
 @pytest.fixture
@@ -423,11 +425,13 @@ def test_the_graded_cells_public_part_raises_unless_written_and_compiling(capsys
         grade.assert_compiles("transpose", "naive", BROKEN)
     assert str(broken.value).startswith("naive: ") and "error" in str(broken.value)
     capsys.readouterr()
+    monkeypatch.setenv("WORKSHOP_CPU_PREVIEW", "off")
     grade.assert_compiles("transpose", "naive", NAIVE)
     assert capsys.readouterr().out == "✓ naive compiles; correctness and speed are checked on the GPU worker.\n"
 
 
 def test_the_graded_cells_public_part_passes_the_launch_to_the_compiler(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_CPU_PREVIEW", "off")
     calls = []
     monkeypatch.setattr(grade, "_compile", lambda *args: calls.append(args) or ({}, ""))
     grade.assert_compiles("transpose", "best", "src", block=(16, 16), tile=(32, 16), params={"X": 1})
