@@ -20,6 +20,14 @@ SCHEMA_VERSION = 3   # nbgrader's cell metadata schema
 # The kernel is Python 3 all the same (jupyter and nbgrader start kernels by the kernelspec's name).
 CUDA_LANGUAGE = "cuda-c++"
 CUDA_STUB = f"{STUB_MARK}: write this kernel's body (the step above says what it computes)"
+# How a CUDA track's check cells work (`graders.cuda_engine.grade.check`): one bullet of each track's introduction.
+CUDA_CHECK_CELL = """* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
+  shared memory and spills. Without a GPU it then runs your kernel on this machine's CPU (the **CPU preview**;
+  it needs g++) at a few small shapes on public inputs, a block's threads one at a time between barriers, in two
+  orders, and says ✓ (right at those shapes), ✗ (wrong values, an access out of bounds, or a race such as a
+  missing `__syncthreads()`, with the shape, the block and the thread) or ? (what it cannot run, such as inline
+  PTX it does not know). A ✗ also fails `nbgrader validate`. The preview is not the grade: correctness at every
+  shape, speed and real races are judged on the GPU worker."""
 
 
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,

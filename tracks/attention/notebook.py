@@ -63,8 +63,7 @@ Outputs are filled with NaN before every run and fenced by guard bands, inputs s
 an element you never write, a write outside `out` or a read outside the inputs fails. Each kernel earns
 points for being correct and more for speed: none below its floor ratio, full at its target, linear between.
 
-* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
-  shared memory and spills. Correctness and speed are checked on the GPU worker."""
+""" + nb.CUDA_CHECK_CELL
 
 SETUP = ("from graders.cuda_engine.grade import assert_compiles, check, score\n"
          "from graders.cuda_engine.structure import check_sass")

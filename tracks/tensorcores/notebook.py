@@ -68,8 +68,7 @@ count of its ldmatrix bank conflicts.
 Your submission is kernel source only: it runs in a separate process that compiles the string, so it cannot
 call cuBLAS, torch or any host code.
 
-* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
-  shared memory and spills. Correctness and speed are checked on the GPU worker."""
+""" + nb.CUDA_CHECK_CELL
 
 
 def _sizes(kernel: KernelSpec) -> str:

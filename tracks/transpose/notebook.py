@@ -27,8 +27,7 @@ non-square, not multiples of 32), and times it against a device-to-device copy o
 grading GPU. Points: {correct:g} for a correct kernel, the rest for speed: none below the floor ratio, full at the
 target ratio, linear between.
 
-* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
-  shared memory and spills. Correctness and speed are checked on the GPU worker.
+""" + nb.CUDA_CHECK_CELL + """
 * A kernel that is wrong, writes outside `out`, crashes or hangs scores 0 for that kernel."""
 
 # Each step's title and statement; {bx} x {by} is the block (threads), {tx} x {ty} the tile (columns x rows),

@@ -12,7 +12,8 @@ import nbformat
 
 from graders.cuda_engine.problems import Problem, problem
 from graders.cuda_engine.spec import KernelSpec, load_spec
-from graders.notebook import CUDA_LANGUAGE, cuda_kernel_cells, leading_comment, locked, markdown, notebook
+from graders.notebook import (CUDA_CHECK_CELL, CUDA_LANGUAGE, cuda_kernel_cells, leading_comment, locked, markdown,
+                              notebook)
 
 TRACK = "vecadd"
 KIND = "vecadd"
@@ -38,8 +39,7 @@ both measured in the same process on the grading GPU: 0.5 means half of {baselin
 earns points for being correct and more for speed: none below its floor ratio, full at its target, linear
 between. A kernel that is wrong, writes outside `out`, crashes or hangs scores 0.
 
-* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
-  shared memory and spills. Correctness and speed are checked on the GPU worker."""
+""" + CUDA_CHECK_CELL
 
 SETUP = "from graders.cuda_engine.grade import assert_compiles, check, score"
 
