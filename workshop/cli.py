@@ -2,6 +2,8 @@
 
   workshop jupyter-config    link jupyter-config/'s files into this environment's etc/jupyter (kernels with
                              encrypted messages; the course and its exchange for students' nbgrader commands)
+  workshop student-kit DIR    a copy for students' own machines: the grader, the install files and each
+                             track's grader files; no solution, source notebook or gradebook
   workshop demo              release, submit three notebooks, autograde, export, summarise (scratch dir)
   workshop export            nbgrader's grades CSV plus the points of every graded cell and each kernel's
                              time, throughput, ratio and GPU (--course DIR, default here; --to FILE)
@@ -28,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("jupyter-config", help="link jupyter-config/'s files into this environment's etc/jupyter")
+    kit = sub.add_parser("student-kit", help="a copy for students' own machines, without solutions")
+    kit.add_argument("dest", type=Path, help="the folder to make (it must not exist)")
     demo = sub.add_parser("demo", help="the whole course flow on the puzzles track, in a scratch directory")
     demo.add_argument("--dir", type=Path, default=None, help="course directory to create (default: a temp dir)")
     export = sub.add_parser("export", help="grades with points per graded cell and each kernel's speed and GPU")
@@ -80,13 +84,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"workshop jupyter-config: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "student-kit":
+        from workshop.staging import stage, student_files
+        try:
+            staged = stage(args.dest, student_files())
+        except FileExistsError:
+            print(f"workshop student-kit: {args.dest} exists: name a new folder", file=sys.stderr)
+            return 2
+        print(f"{args.dest.resolve()}: {len(staged)} files, no solution, source notebook or gradebook; a student "
+              "installs it: python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/workshop jupyter-config")
+        return 0
     if args.command == "targets":
         return _targets(args.track, args.records, args.fraction, args.write)
     if args.command == "build":
         return _build(args.tracks, args.check)
     if args.command == "export":
-        from workshop.export import write
+        from workshop.export import never_released, write
         print(write(args.course, args.to))
+        for name in never_released(args.course):
+            print(f"workshop export: {name} is in the gradebook but was never released and has no submission: "
+                  f"its rows are 0 here, in nbgrader's export and in formgrader (`nbgrader db assignment remove "
+                  f"{name}` removes it)", file=sys.stderr)
         return 0
     from workshop.demo import run_demo
     return run_demo(args.dir)

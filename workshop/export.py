@@ -20,6 +20,7 @@ import pandas as pd
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import CsvExportPlugin
+from traitlets.config.loader import PyFileConfigLoader
 
 from gradebook.graded_on import KEY
 from graders import settings
@@ -92,3 +93,16 @@ def write(course: Path, to: Path) -> Path:
     path = (course / to).resolve()
     export(course).to_csv(path, index=False)
     return path
+
+
+def never_released(course: Path) -> list[str]:
+    """Assignments in the gradebook that were never released to the course's exchange and have no submission
+    (generated only: nbgrader's export and formgrader still count them, 0 for every student). [] when the
+    exchange cannot be read (a coordinator without it)."""
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course.resolve())).load_config()
+    outbound = Path(config.Exchange.get("root", "/srv/nbgrader/exchange")) / config.CourseDirectory.course_id / "outbound"
+    if not outbound.is_dir():
+        return []
+    released = {p.name for p in outbound.iterdir()}
+    with Gradebook(gradebook_url(course)) as gb:
+        return sorted(a.name for a in gb.assignments if a.name not in released and not a.submissions)

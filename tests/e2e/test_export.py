@@ -11,7 +11,7 @@ from graders.numba_engine import catalogue
 from graders.result import GradeResult, Status
 from workshop import cli, submissions
 from workshop import course as nbg
-from workshop.export import performance
+from workshop.export import never_released, performance
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]
@@ -76,3 +76,15 @@ def test_performance_columns_from_a_cuda_kernels_results():
     failed = GradeResult("smem", Status.INCORRECT, "wrong after timing", details={"timing": timing})
     assert performance([failed.as_dict()]) == {}
     assert performance([GradeResult("map", Status.OK, target="sim").as_dict()]) == {}
+
+
+def test_an_assignment_generated_but_never_released_is_named(released_puzzles):
+    """puzzles is in the gradebook with no submission: named once the course's exchange has released something
+    else, not while it is released, and not when there is no outbound folder to tell."""
+    root = released_puzzles.root
+    outbound = root / "exchange" / "kernel-workshop" / "outbound"
+    assert never_released(root) == []
+    (outbound / "transpose").mkdir(parents=True)
+    assert never_released(root) == ["puzzles"]
+    (outbound / "puzzles").mkdir()
+    assert never_released(root) == []
