@@ -28,6 +28,7 @@ are kept for the life of the process.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import math
@@ -244,16 +245,21 @@ class Toolchain:
         self._lock = threading.Lock()
 
     def _once(self, target: Path, make) -> Path:
+        """``target``, made by ``make(scratch)`` unless it exists; one maker at a time, also across processes."""
         with self._lock:
             lock = self._made.setdefault(str(target), threading.Lock())
         with lock:
-            if not target.exists():
-                scratch = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
-                try:
-                    make(scratch)
-                    os.replace(scratch, target)
-                finally:
-                    scratch.unlink(missing_ok=True)
+            if target.exists():
+                return target
+            with open(target.with_name(f".{target.name}.lock"), "w") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)   # another process (a second notebook, a test worker) may be making it
+                if not target.exists():
+                    scratch = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
+                    try:
+                        make(scratch)
+                        os.replace(scratch, target)
+                    finally:
+                        scratch.unlink(missing_ok=True)
         return target
 
     def _gxx(self, *args, what: str) -> None:

@@ -1,7 +1,8 @@
 """``nbgrader validate`` tells the student the truth, for every assignment (real nbgrader, real kernels):
 it fails on the untouched stub and on a notebook with one wrong kernel, naming that kernel, and passes the
-reference. Puzzles run on the simulator; the CUDA tracks compile only (no GPU here), so there the wrong
-kernel is one that does not compile. The released CUDA stubs compile, and their check cells say so in one
+reference. Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
+one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
+races fails too, with the preview's line. The released CUDA stubs compile, and their check cells say so in one
 line each."""
 from __future__ import annotations
 
@@ -78,6 +79,19 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
         assert "Your CUDA code did not compile" in wrong and re.search(r"line \d+: error", wrong)
 
     assert "Success! Your notebook passes all the tests." in reference, reference
+
+
+def test_validate_fails_a_kernel_that_compiles_but_races_with_the_cpu_previews_line(courses):
+    """Issue 28's tiled transpose without its __syncthreads(): only its graded cell fails, with the preview's ✗."""
+    track = tracks.get("transpose")
+    racy = (track.solutions / "tiled.cu").read_text().replace("    __syncthreads();\n", "")
+    out = _validate(courses["transpose"], track, "racy", submissions.cuda_answers("transpose", {"tiled": racy}))
+    assert int(FAILED.search(out).group(1)) == 1 and "Traceback" not in out, out
+    (source, error), = re.findall(r"The following cell failed:\n\n(.*?)\n\nThe error was:\n\n(.*?)\n\n", out, re.DOTALL)
+    assert "assert_compiles('transpose', 'tiled', tiled_src)" in source
+    assert " ".join(error.split()).startswith(
+        "KernelFailed: tiled: CPU preview, shape 33 x 65 (rows, cols): a race (a missing __syncthreads()?): the "
+        "result depends on the order in which threads run between barriers; "), error
 
 
 @pytest.mark.parametrize("track", ["gemm", "transpose"])
