@@ -8,9 +8,10 @@ at the cheapest few of its spec's check shapes (`preview_shapes`) on public inpu
 seed `PUBLIC_SEED`), each launch in a child process with a time limit (`TIME_LIMIT_S`) and a 4 GiB address-space
 cap (runtime.cpp). Each shape runs twice:
 
-- A: blocks, and a block's threads between barriers, one at a time in increasing order; ``__shared__`` memory
-  poisoned with NaN (bytes 0xFF) at the start of every block; every global buffer's end against an inaccessible
-  page (and the block's ``__shared__`` variables' end too);
+- A: blocks one at a time in increasing order; in a block, between two ``__syncthreads()``, each warp in turn as
+  far as it can go, its lanes one at a time between its warp-level calls (shuffles, ``__syncwarp``, mma.sync),
+  in increasing order; ``__shared__`` memory poisoned with NaN (bytes 0xFF) at the start of every block; every
+  global buffer's end against an inaccessible page, and the end of the block's ``__shared__`` variables too;
 - B: the same in decreasing order, ``__shared__`` memory zeroed, every start against an inaccessible page.
 
 An access outside a buffer (beyond the 16-byte rounding of its end) stops the launch there, with the buffer, the
@@ -52,7 +53,7 @@ TIME_LIMIT_S = 10               # one launch at one shape
 MAX_SHAPES = 3
 SHAPE_COST_CAP = 5e7            # problem.work(shape) + THREAD_COST per thread launched
 THREAD_COST = 50
-FLAGS = ["-std=c++20", "-O1", "-fno-strict-aliasing", "-ffp-contract=off", "-mcmodel=medium", "-w", "-pthread"]
+FLAGS = ["-std=c++20", "-O1", "-fno-strict-aliasing", "-ffp-contract=off", "-mcmodel=medium", "-w"]
 SHARED_START, SHARED_END = 0x200000, 0x300000   # where runtime.cpp expects the __shared__ variables
 GRADED_ON_GPU = "not the grade: speed and real races are judged on the GPU worker"
 
@@ -235,7 +236,8 @@ class Toolchain:
     def __init__(self, cxx: str, root: Path):
         self.cxx = cxx
         version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
-        key = _digest(cxx, version, *FLAGS, *(p.read_bytes() for p in sorted(EMULATION.iterdir()) if p.is_file()))
+        key = _digest(cxx, version, *FLAGS, EMULATION,
+                      *(p.read_bytes() for p in sorted(EMULATION.iterdir()) if p.is_file()))
         self.folder = root / key[:16]
         self.folder.mkdir(parents=True, exist_ok=True)
         self.header = self.folder / "emulation.h"
@@ -286,13 +288,11 @@ class Toolchain:
         return self._once(self.folder / f"kernel-{key}.o", lambda obj: self._gxx(
             *self._included(), *flags, "-x", "c++", source, "-c", "-o", obj, what="your kernel"))
 
-    def executable(self, kernel: Path, shared_at: int | None) -> Path:
-        """``kernel`` linked with the runtime, its ``__shared__`` variables at ``shared_at`` (or where ld puts them)."""
+    def executable(self, kernel: Path, shared_at: int) -> Path:
+        """``kernel`` linked with the runtime, its ``__shared__`` variables (section emu_shared) at ``shared_at``."""
         runtime = self.runtime()
-        where = [f"-Wl,--section-start=emu_shared={shared_at:#x}"] if shared_at is not None else []
-        suffix = f"-{shared_at:x}" if shared_at is not None else ""
-        return self._once(kernel.with_name(f"{kernel.stem}{suffix}.exe"), lambda exe: self._gxx(
-            "-no-pie", kernel, runtime, *where, "-o", exe, what="the link"))
+        return self._once(kernel.with_name(f"{kernel.stem}-{shared_at:x}.exe"), lambda exe: self._gxx(
+            "-no-pie", kernel, runtime, f"-Wl,--section-start=emu_shared={shared_at:#x}", "-o", exe, what="the link"))
 
 
 def _write(path: Path, text: str) -> None:
@@ -521,13 +521,15 @@ def run_preview(kernel: KernelSpec, geometry: Geometry, source: str, shapes: lis
     try:
         unit = translation_unit(source, kernel.function, f"{kernel.id}.cu")
         obj = tools.kernel(unit, geometry.defines())
-        first = tools.executable(obj, SHARED_START)
-        shared = shared_layout(first)
+        start_flush = tools.executable(obj, SHARED_START)
+        shared = shared_layout(start_flush)
         step = max(shared.alignment, 16) if shared else 16
-        last = tools.executable(obj, SHARED_END - -(-shared.size // step) * step) if shared and shared.size else first
+        end_flush = (tools.executable(obj, SHARED_END - -(-shared.size // step) * step) if shared and shared.size
+                     else start_flush)
         with tempfile.TemporaryDirectory(prefix="cpu-preview-") as scratch:
             for shape in shapes:
-                found = _run_shape(definition, geometry, shape, (last, first), shared, Path(scratch), time_limit_s)
+                found = _run_shape(definition, geometry, shape, (end_flush, start_flush), shared, Path(scratch),
+                                   time_limit_s)
                 if found:
                     return Preview(verdict="wrong", finding=found[0], reason=found[1], shape=shape, **base)
     except BuildFailed as exc:
@@ -587,10 +589,11 @@ _results_lock = threading.Lock()
 def preview(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None) -> Preview:
     """The check cell's preview of one kernel at its spec's preview shapes (`preview_shapes`), kept for the life
     of the process (the graded cell's public part asks again for the same source)."""
-    kernel = load_spec(assignment).kernel(kernel_id)
+    spec = load_spec(assignment)
+    kernel = spec.kernel(kernel_id)
     geometry = resolve_geometry(kernel, block, tile, params)
     shapes = preview_shapes(kernel, problem(kernel.kind), geometry)
-    key = (str(load_spec(assignment).path), kernel_id, source, geometry)
+    key = (str(spec.path), kernel_id, source, geometry)
     with _results_lock:
         if key in _results:
             return _results[key]

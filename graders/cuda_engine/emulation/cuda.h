@@ -95,14 +95,17 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
 }
 
 // ---- arithmetic: CUDA's overloaded min and max, and its intrinsics (here at full precision) -------------------
-inline float min(float a, float b) { return std::fmin(a, b); }
-inline float max(float a, float b) { return std::fmax(a, b); }
-inline double min(double a, double b) { return std::fmin(a, b); }
-inline double max(double a, double b) { return std::fmax(a, b); }
-template <class A, class B, class = std::enable_if_t<std::is_integral_v<A> && std::is_integral_v<B>>>
+template <class A, class B> constexpr bool emu_integral = std::is_integral_v<A> && std::is_integral_v<B>;
+template <class A, class B> constexpr bool emu_floating = std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
+    && (std::is_floating_point_v<A> || std::is_floating_point_v<B>);
+template <class A, class B, std::enable_if_t<emu_integral<A, B>, int> = 0>
 inline std::common_type_t<A, B> min(A a, B b) { using T = std::common_type_t<A, B>; return (T)a < (T)b ? (T)a : (T)b; }
-template <class A, class B, class = std::enable_if_t<std::is_integral_v<A> && std::is_integral_v<B>>>
+template <class A, class B, std::enable_if_t<emu_integral<A, B>, int> = 0>
 inline std::common_type_t<A, B> max(A a, B b) { using T = std::common_type_t<A, B>; return (T)a < (T)b ? (T)b : (T)a; }
+template <class A, class B, std::enable_if_t<emu_floating<A, B>, int> = 0>   // fmin, fmax: NaN loses
+inline std::common_type_t<A, B> min(A a, B b) { using T = std::common_type_t<A, B>; return std::fmin((T)a, (T)b); }
+template <class A, class B, std::enable_if_t<emu_floating<A, B>, int> = 0>
+inline std::common_type_t<A, B> max(A a, B b) { using T = std::common_type_t<A, B>; return std::fmax((T)a, (T)b); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }
