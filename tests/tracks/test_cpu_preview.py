@@ -5,8 +5,8 @@ them (only slow, or failing a SASS or counter rule) is ✓ or ?. What it finds f
 pinned in FINDINGS, so that a change in what the emulation catches shows here. Solutions that NVRTC refuses
 (status compile_error) never reach the preview: the check cell stops at the compiler's message.
 
-Also the two bugs of issue 28 in a tiled transpose (no __syncthreads(); a loop past the tile), a deadlock, and the
-check cell's and the graded cell's public part's output through `graders.cuda_engine.grade`.
+Also the two bugs of issue 28 in a tiled transpose (no __syncthreads(); a loop past the tile), a deadlock, another
+signature, and the check cell's and the graded cell's public part's output through `graders.cuda_engine.grade`.
 """
 from __future__ import annotations
 
@@ -76,6 +76,13 @@ DEADLOCK = """extern "C" __global__ void vecadd(float* out, const float* a, cons
 }
 """
 
+OTHER_SIGNATURE = """extern "C" __global__ void vecadd(float* out, const float* a, int n)
+{
+    const int i = blockIdx.x * BLOCK_X + threadIdx.x;
+    if (i < n) out[i] = 2 * a[i];
+}
+"""
+
 
 @pytest.fixture(scope="module")
 def found(tmp_path_factory) -> dict[str, preview.Preview]:
@@ -88,8 +95,9 @@ def found(tmp_path_factory) -> dict[str, preview.Preview]:
     for name, source in ISSUE.items():
         (folder / f"{name}.cu").write_text(source)
         jobs[name] = Job(TILED, folder / f"{name}.cu")
-    (folder / "deadlock.cu").write_text(DEADLOCK)
-    jobs["deadlock"] = Job(load_spec("vecadd").kernel("add"), folder / "deadlock.cu")
+    for name, source in {"deadlock": DEADLOCK, "other_signature": OTHER_SIGNATURE}.items():
+        (folder / f"{name}.cu").write_text(source)
+        jobs[name] = Job(load_spec("vecadd").kernel("add"), folder / f"{name}.cu")
     return run_all(jobs)
 
 
@@ -133,6 +141,12 @@ def test_a_warp_call_that_half_the_warp_skips_is_a_deadlock(found):
     assert result.reason == ("the block's threads never meet: thread 0 waits at a warp-level call (__shfl_*_sync, "
                              "__syncwarp, ...) that lanes of its warp named in the mask never reach, while thread 16 "
                              "waits at __syncthreads()")
+
+
+def test_a_kernel_with_another_signature_is_wrong(found):
+    assert found["other_signature"].reason == (
+        "the kernel takes 2 pointer(s) and 1 int(s); the grader passes 3 and 1, as in the signature (float* out, "
+        "const float* a, const float* b, int n)")
 
 
 def test_the_check_cell_and_the_graded_cells_public_part(monkeypatch, capsys):
