@@ -65,6 +65,10 @@ c.Execute.interrupt_on_timeout = True
 # in-memory history is nbgrader's default for Python kernels.
 c.Execute.extra_arguments = ["--IPKernelApp.parent_handle=1", "--HistoryManager.hist_file=:memory:"]
 
+# The submitted notebook's caps (graders/submission.py) are checked before nbgrader parses it: a notebook over one is
+# graded as its release, 0 in every graded cell with the cap's message (graders/autograde.py).
+c.Autograde.exporter_class = "graders.autograde.BoundedNotebookExporter"
+
 # Trusted grading (graders/autograde.py): the nbgrader process grades the submitted file in the background
 # while the notebook runs in a sandboxed kernel, then replaces every graded test cell's output with its
 # verdict before nbgrader's SaveAutoGrades reads points from it. The others are nbgrader's default

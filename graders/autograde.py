@@ -16,27 +16,40 @@ notebook in a Jupyter kernel. Three preprocessors change who decides that output
   points, timing, GPU: `graders.result.publish`). Nothing the notebook's kernel printed, returned, raised
   or put in a cell's metadata is kept there.
 
+Before any of them, `BoundedNotebookExporter` (nbgrader's ``Autograde.exporter_class``) checks the submitted
+file's caps before it is parsed. Everything from the submission into nbgrader's process is bounded, and each
+bound says which it is in the feedback: the file and its cells (`graders.submission`), what grading children
+send back (`graders.sandbox.capped_output`), the notebook's outputs and kernel messages while it runs and its
+run time (`SandboxedExecute`), a hidden test's printed report and error text, and the wait for the hidden tests
+(`StartTrustedGrading.time_limit`).
+
 A GPU-only assignment autograded without a GPU, or any assignment on a machine without the sandbox, stops
 the submission with a line in nbgrader's log; nothing is recorded for it.
 """
 from __future__ import annotations
 
 import io
+import math
 import os
 import shutil
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbformat
+import zmq
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, NbGraderPreprocessor
 from traitlets import Integer
 
 from graders import tracks
@@ -46,19 +59,34 @@ from graders.gpu import NeedsGPUWorker, require_gpu
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.result import collect
+from graders.sandbox.capped_output import CappedText, shorten
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
-from graders.submission import HiddenCall, Submission, SubmissionError, hidden_call
+from graders.submission import (MAX_NOTEBOOK_BYTES, HiddenCall, Submission, SubmissionError, file_problem,
+                                hidden_call, notebook_problem)
 
 GIB = 1 << 30
+MIB = 1 << 20
+MAX_MESSAGE_BYTES = 8 * MIB     # one message from the notebook's kernel, on any channel
+QUEUED_MESSAGES = 8             # messages from it waiting to be read, per channel (beyond: they wait in the kernel)
+# Every ZMQ socket to the notebook's kernel: a larger message is refused before it is read (libzmq closes the
+# channel), and at most QUEUED_MESSAGES wait in nbgrader's process, however fast the kernel sends.
+CHANNEL_OPTIONS = {zmq.MAXMSGSIZE: MAX_MESSAGE_BYTES, zmq.RCVHWM: QUEUED_MESSAGES}
+MAX_ERROR_CHARS = 20_000        # the text of an error: a hidden test's, or the notebook's execute reply's
+MAX_REPORT_CHARS = 200_000      # what one hidden test prints
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """A Jupyter kernel inside the sandbox, reached over unix sockets in a private directory."""
+    """A Jupyter kernel inside the sandbox, reached over unix sockets in a private directory. Every channel to
+    it refuses a message over `MAX_MESSAGE_BYTES` before reading it (ZMQ's MAXMSGSIZE): such a message never
+    exists in nbgrader's process; libzmq closes the channel instead, for good (`SandboxedExecute` then stops
+    the notebook). At most `QUEUED_MESSAGES` wait on each channel (ZMQ's RCVHWM)."""
 
     memory_bytes = Integer(4 * GIB, config=True, help="memory cap of the notebook's kernel")
     cpu_seconds = Integer(1800, config=True, help="CPU-time cap of the notebook's kernel")
 
     async def _async_pre_start_kernel(self, **kw):
+        for option, value in CHANNEL_OPTIONS.items():   # the manager's own control channel
+            self.context.setsockopt(option, value)
         self._socket_dir = Path(tempfile.mkdtemp(prefix="workshop-kernel-"))
         self.transport = "ipc"
         self.connection_file = str(self._socket_dir / "kernel.json")
@@ -68,6 +96,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         env["NUMBA_ENABLE_CUDASIM"] = "1"             # no GPU in here: hand-launched kernels use the simulator
         kw["env"] = env
         return await super()._async_pre_start_kernel(**kw)
+
+    def client(self, **kwargs):
+        client = super().client(**kwargs)
+        for option, value in CHANNEL_OPTIONS.items():   # before its channels' sockets exist
+            client.context.setsockopt(option, value)
+        return client
 
     def format_kernel_cmd(self, extra_arguments=None) -> list[str]:
         course = Path(CourseDirectory(config=self.config).root)
@@ -81,24 +115,134 @@ class SandboxedKernelManager(AsyncKernelManager):
             shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
+# Messages whose content becomes a cell's outputs (or widget state) in nbgrader's process.
+OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error", "update_display_data",
+                             "comm_open", "comm_msg"})
+REFUSED = "workshop_refused"   # in nbgrader's resources: why the submission was not read (`BoundedNotebookExporter`)
+
+
 class SandboxedExecute(Execute):
-    """nbgrader's Execute with the kernel in the sandbox. A kernel that dies, a cell that will not stop or
-    output that never arrives ends the notebook's run there, not its grading."""
+    """nbgrader's Execute with the kernel in the sandbox, and the notebook's run bounded. A kernel that dies, a
+    cell that will not stop or output that never arrives ends the notebook's run there, not its grading.
+
+    Bounded while it runs, not only afterwards: the outputs kept (each message's text and data, in UTF-8
+    bytes) up to ``max_cell_output`` per cell and ``max_notebook_output`` in all, beyond which a cell's outputs
+    are dropped and one line says so; one kernel message up to `MAX_MESSAGE_BYTES` (a larger one closes its
+    channel, and the notebook stops with a line saying why); an execute reply's error text up to
+    `MAX_ERROR_CHARS`; the whole run up to ``time_limit`` seconds, each cell's timeout shortened to what is
+    left and the cells after it not run. A submission refused before it was parsed (`BoundedNotebookExporter`)
+    is not run."""
+
+    max_cell_output = Integer(4 * MIB, config=True, help="bytes of outputs kept of one cell while it runs")
+    max_notebook_output = Integer(16 * MIB, config=True, help="bytes of outputs kept of the whole notebook")
+    time_limit = Integer(900, config=True, help="seconds the notebook may run; the cells after it are not run")
 
     def __init__(self, **kwargs):
         kwargs["kernel_manager_class"] = SandboxedKernelManager
         super().__init__(**kwargs)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
+        if resources.get(REFUSED):   # nbgrader's log already says why (`BoundedNotebookExporter`)
+            return nb, resources
+        self._deadline = time.monotonic() + self.time_limit
+        self._kept, self._cell, self._monitors, self._closed = 0, None, {}, ""
         try:
             return super().preprocess(nb, resources)
         except SandboxUnavailable:
             raise
         except (DeadKernelError, CellTimeoutError, RuntimeError) as exc:
+            if self._closed and self._cell is not None:
+                self._cell.outputs.append(_note(self._closed))
+                exc = DeadKernelError(self._closed)
             self.log.warning("The notebook stopped running (%s: %s); the cells after it did not run. Graded "
                              "cells are graded from the submitted file all the same.", type(exc).__name__,
                              str(exc).splitlines()[0] if str(exc) else "")
             return nb, resources
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
+        self._cell, self._cell_kept, self._cell_over = cell, 0, False
+        if cell.cell_type == "code" and time.monotonic() >= self._deadline:
+            cell.outputs = [_note(f"not run: the notebook ran for its {self.time_limit} s (the cap on a "
+                                  "notebook's run during autograde)")]
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+    def _get_timeout(self, cell: NotebookNode | None) -> int:
+        timeout = super()._get_timeout(cell)
+        left = max(1, math.ceil(self._deadline - time.monotonic()))
+        return min(timeout, left) if timeout else left
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        self._monitors = {name: getattr(kc, f"{name}_channel").socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+                          for name in ("shell", "iopub")}
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def _async_check_alive(self) -> None:
+        """As nbclient's (`DeadKernelError` once the kernel is gone), and the same once a channel to a live kernel
+        has closed: nothing more would arrive on it."""
+        await super()._async_check_alive()
+        closed = [name for name, monitor in self._monitors.items() if monitor.get(zmq.EVENTS) & zmq.POLLIN]
+        if closed:
+            self._closed = (f"the notebook stopped here: its kernel's {closed[0]} channel closed, as it does when "
+                            f"the kernel sends a message larger than {MAX_MESSAGE_BYTES} bytes (the cap on one "
+                            "message from the notebook's kernel)")
+            raise DeadKernelError(self._closed)
+
+    def process_message(self, msg: dict, cell: NotebookNode, cell_index: int):
+        kind = msg["msg_type"]
+        if self._cell_over and (kind in OUTPUT_MESSAGES or kind == "clear_output"):
+            return None
+        if kind in OUTPUT_MESSAGES:
+            size = _size(msg["content"]) + sum(len(b) for b in msg.get("buffers") or ())
+            if self._cell_kept + size > self.max_cell_output:
+                limit, scope = self.max_cell_output, "per cell"
+            elif self._kept + size > self.max_notebook_output:
+                limit, scope = self.max_notebook_output, "per notebook"
+                self._kept = self.max_notebook_output + 1   # nothing more is kept of this notebook
+            else:
+                self._cell_kept += size
+                self._kept += size
+                return super().process_message(msg, cell, cell_index)
+            self._cell_over = True
+            cell.outputs.append(_note(f"output beyond {limit} bytes was dropped (cap: {limit} bytes of output "
+                                      f"{scope} during autograde)"))
+            return None
+        return super().process_message(msg, cell, cell_index)
+
+    def on_cell_executed(self, **kwargs):
+        """nbgrader's, which adds the reply's error to the cell's outputs when they lack it, with the error's
+        text and traceback capped at `MAX_ERROR_CHARS` each."""
+        content = kwargs["execute_reply"]["content"]
+        if content.get("status") == "error":
+            content["evalue"] = shorten(str(content.get("evalue", "")), MAX_ERROR_CHARS, "an error's text")
+            traceback = [str(line) for line in content.get("traceback") or []]
+            if sum(map(len, traceback)) > MAX_ERROR_CHARS:
+                content["traceback"] = [shorten("\n".join(traceback), MAX_ERROR_CHARS, "a traceback")]
+        super().on_cell_executed(**kwargs)
+
+
+def _note(text: str) -> NotebookNode:
+    return new_output("stream", name="stdout", text=f"\n[{text}]\n")
+
+
+def _size(content) -> int:
+    """Bytes of a message's content: its strings in UTF-8, 8 for any other value."""
+    size, pending = 0, [content]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            size += len(value) if value.isascii() else len(value.encode(errors="replace"))
+        elif isinstance(value, dict):
+            pending += value.keys()
+            pending += value.values()
+        elif isinstance(value, list):
+            pending += value
+        else:
+            size += 8
+    return size
 
 
 class _ThreadStdout(io.TextIOBase):
@@ -124,9 +268,12 @@ class _Grading:
     (`graders.hidden_tests.RUN_ALONE`): they run one by one once the others and the notebook are done, so
     that nothing else runs on the worker while they measure."""
 
-    def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log):
+    def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
+                 time_limit: float, refused: str = ""):
         self.log, self.submission, self.workers = log, submission, workers
-        self.calls = {c.metadata["nbgrader"]["grade_id"]: _hidden_call(c) for c in cells}
+        self.calls = {c.metadata["nbgrader"]["grade_id"]: ("", SubmissionError(refused)) if refused else
+                      _hidden_call(c) for c in cells}
+        self.deadline, self.time_limit = time.monotonic() + time_limit, time_limit
         self.outputs: dict[str, list[NotebookNode]] = {}
         self.results: dict[str, list[dict]] = {}   # what each test graded (`graders.result.publish`)
         self.failure: BaseException | None = None
@@ -150,16 +297,26 @@ class _Grading:
             self.failure = exc
 
     def finish(self) -> None:
-        """Wait until every graded cell has its outputs (the notebook has run); re-raises what stopped the
-        grading."""
+        """Wait until every graded cell has its outputs (the notebook has run), at most until ``time_limit``
+        seconds after the grading began: a cell whose test has not finished by then gets an error saying so.
+        Re-raises what stopped the grading."""
         self.notebook_done.set()
-        self._thread.join()
-        sys.stdout = self._real_stdout
+        self._thread.join(max(0.0, self.deadline - time.monotonic()))
+        if self._thread.is_alive():   # its children end at their own time limits; its prints stay in their buffers
+            late = [g for g in self.calls if g not in self.outputs]
+            self.log.error("The hidden tests did not finish within %g s (StartTrustedGrading.time_limit): %s",
+                           self.time_limit, ", ".join(late))
+            for grade_id in late:
+                self.outputs[grade_id] = _outputs("", error=TimeoutError(
+                    f"not graded: the hidden tests of this submission ran past {self.time_limit:g} s (the cap on "
+                    "one submission's grading)"))
+        else:
+            sys.stdout = self._real_stdout
         if self.failure is not None:
             raise self.failure
 
     def _grade(self, grade_id: str) -> list[NotebookNode]:
-        out = self.stdout.local.buffer = io.StringIO()
+        out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS, "what a hidden test prints")
         try:
             _, call = self.calls[grade_id]
             if isinstance(call, Exception):
@@ -175,7 +332,8 @@ class _Grading:
             self.log.error("%s: %s", grade_id, exc)
             raise
         except Exception as exc:  # the kernel failed its test, or the submission lacks what it needs
-            self.log.info("%s: 0 points: %s: %s", grade_id, type(exc).__name__, exc)
+            self.log.info("%s: 0 points: %s: %s", grade_id, type(exc).__name__,
+                          shorten(str(exc), MAX_ERROR_CHARS, "an error's text"))
             return _outputs(out.getvalue(), error=exc)
         finally:
             self.stdout.local.buffer = None
@@ -193,11 +351,12 @@ def _hidden_call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:
 
 
 def _outputs(text: str, *, points: float | None = None, error: Exception | None = None) -> list[NotebookNode]:
-    """A graded cell's outputs as nbgrader reads them: an error scores 0, a number is partial credit."""
+    """A graded cell's outputs as nbgrader reads them: an error scores 0, a number is partial credit. The error's
+    text is capped at `MAX_ERROR_CHARS`."""
     outputs = [new_output("stream", name="stdout", text=text)] if text else []
     if error is not None:
-        name = type(error).__name__
-        outputs.append(new_output("error", ename=name, evalue=str(error), traceback=[f"{name}: {error}"]))
+        name, text = type(error).__name__, shorten(str(error), MAX_ERROR_CHARS, "an error's text")
+        outputs.append(new_output("error", ename=name, evalue=text, traceback=[f"{name}: {text}"]))
     elif points is not None:
         outputs.append(new_output("execute_result", data={"text/plain": repr(float(points))},
                                   execution_count=None))
@@ -223,9 +382,11 @@ EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 class StartTrustedGrading(NbGraderPreprocessor):
-    """Before the notebook runs: read the submission from the file and start grading it in the background."""
+    """Before the notebook runs: read the submission from the file and start grading it in the background. A
+    submission `BoundedNotebookExporter` refused scores 0 in every graded cell, with the cap it passed."""
 
     workers = Integer(2 * (os.cpu_count() or 1), config=True, help="hidden tests graded at once")
+    time_limit = Integer(1800, config=True, help="seconds one submission's hidden tests may take, from their start")
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         assignment = resources["nbgrader"]["assignment"]
@@ -234,7 +395,9 @@ class StartTrustedGrading(NbGraderPreprocessor):
             require_gpu(f"Autograding {assignment}")   # before anything runs: no zeros recorded
         enter_trusted_grader()
         self._report_extra_files(resources)
-        resources[GRADING] = _Grading(graded_cells(nb), Submission(nb), self.workers, self.log)
+        refused = resources.get(REFUSED, "")
+        resources[GRADING] = _Grading(graded_cells(nb), Submission(nb), self.workers, self.log,
+                                      time_limit=self.time_limit, refused=refused)
         return nb, resources
 
     def _report_extra_files(self, resources: dict) -> None:
@@ -266,3 +429,44 @@ class TrustedGrades(NbGraderPreprocessor):
             cell.outputs = grading.outputs[grade_id]
             cell.metadata[RESULTS_KEY] = {"results": grading.results.get(grade_id, [])}
         return nb, resources
+
+
+class BoundedNotebookExporter(NotebookExporter):
+    """nbgrader's notebook exporter, with the submission's caps checked before its file is parsed
+    (`graders.submission.file_problem`) and before anything reads its cells (`notebook_problem`). Configured as
+    ``Autograde.exporter_class``.
+
+    A notebook over a cap is not read further. The assignment's release stands in for it (its source notebook
+    with the solutions and hidden tests cleared, as ``generate_assignment`` clears them), it is not run, and every
+    graded cell scores 0 with the cap's message (`REFUSED` in the resources). nbgrader reads each notebook twice,
+    the submitted file and then what that first pass wrote; the second pass learns the refusal from the first."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._first_pass: dict[tuple[str, str, str], str] = {}   # (student, assignment, notebook) -> why refused
+
+    def from_file(self, file_stream, resources=None, **kw):
+        ids = resources["nbgrader"]
+        key = (ids["student"], ids["assignment"], ids["notebook"])
+        data = file_stream.buffer.read(MAX_NOTEBOOK_BYTES + 1)
+        why = file_problem(data)
+        nb = None if why else nbformat.reads(data.decode("utf-8"), as_version=4)
+        why = why or notebook_problem(nb)
+        if why:
+            self.log.warning("%s's notebook %s is not graded (0 in every graded cell): %s", key[0], key[2], why)
+            nb = self._release(ids["assignment"], ids["notebook"])
+        if key in self._first_pass:
+            why = self._first_pass.pop(key) or why
+        else:
+            self._first_pass[key] = why
+        if why:
+            resources[REFUSED] = why
+        return self.from_notebook_node(nb, resources, **kw)
+
+    def _release(self, assignment: str, notebook: str) -> NotebookNode:
+        coursedir = CourseDirectory(config=self.config)
+        source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / f"{notebook}.ipynb"
+        nb = nbformat.read(str(source), as_version=4)
+        for preprocessor in (ClearSolutions, ClearHiddenTests):
+            nb, _ = preprocessor(parent=self).preprocess(nb, {})
+        return nb

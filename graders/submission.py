@@ -11,10 +11,19 @@ last definition winning as it would when the notebook runs:
 
 Anything else (a value computed by code, a name defined only in a cell the student added) is not read: the
 test fails and says so. Nothing the notebook's kernel did while it ran can change what is found here.
+
+What is read is capped, and each cap says in the feedback which it is and its size: the notebook file itself,
+before anything parses it (`file_problem`: its bytes, and the objects, arrays and values of its JSON, which is
+what parsing costs in memory), its cells (`notebook_problem`: how many, and each one's length), each literal a
+hidden test reads (`MAX_LITERAL_NODES`) and each numba kernel's source (`MAX_KERNEL_CHARS`). Cells are parsed
+one at a time and each name is resolved once.
 """
 from __future__ import annotations
 
 import ast
+import copy
+import re
+import threading
 from dataclasses import dataclass
 
 from nbformat import NotebookNode
@@ -23,7 +32,47 @@ from nbgrader import utils
 from graders.numba_engine.cell_source import kernel_source_from_cell
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel
 
-MAX_SOURCE_CHARS = 200_000    # a solution cell longer than this is not parsed
+MAX_NOTEBOOK_BYTES = 8 << 20   # the submitted notebook file
+MAX_JSON_CONTAINERS = 20_000   # objects and arrays in its JSON
+MAX_JSON_VALUES = 200_000      # values in its JSON (strings, numbers, objects, arrays ...)
+MAX_CELLS = 1_000
+MAX_SOURCE_CHARS = 50_000      # characters of any one cell
+MAX_LITERAL_NODES = 10_000     # values, keys and containers of one literal a hidden test reads
+MAX_KERNEL_CHARS = 20_000      # a numba kernel's self-contained source (its cell's @cuda.jit functions, constants)
+CLEAR_OUTPUTS = "clear the notebook's outputs (Kernel > Restart Kernel and Clear Outputs) and hand it in again"
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.S)   # a string, or an unterminated one to the end
+
+
+def file_problem(data: bytes) -> str:
+    """'' or why a submitted notebook's file is not parsed: over a cap on its size or on what its JSON would
+    become in memory (objects, arrays, values; counted outside strings, without parsing it)."""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return (f"the notebook file is larger than {MAX_NOTEBOOK_BYTES} bytes (the cap on a submitted notebook's "
+                f"size): {CLEAR_OUTPUTS}")
+    bare = _JSON_STRING.sub(b'""', data)
+    containers = bare.count(b"{") + bare.count(b"[")
+    if containers > MAX_JSON_CONTAINERS:
+        return (f"the notebook file holds {containers} JSON objects and arrays; a submitted notebook may hold at "
+                f"most {MAX_JSON_CONTAINERS}: {CLEAR_OUTPUTS}")
+    values = containers + bare.count(b",") + 1
+    if values > MAX_JSON_VALUES:
+        return (f"the notebook file holds about {values} JSON values; a submitted notebook may hold at most "
+                f"{MAX_JSON_VALUES}: {CLEAR_OUTPUTS}")
+    return ""
+
+
+def notebook_problem(nb: NotebookNode) -> str:
+    """'' or why a parsed notebook is not graded: more cells than `MAX_CELLS`, or a cell longer than
+    `MAX_SOURCE_CHARS`."""
+    cells = nb.get("cells", [])
+    if len(cells) > MAX_CELLS:
+        return f"the notebook has {len(cells)} cells; a submitted notebook may have at most {MAX_CELLS}"
+    for number, cell in enumerate(cells, 1):
+        if len(cell.get("source", "")) > MAX_SOURCE_CHARS:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            return (f"cell {number}{f' ({grade_id})' if grade_id else ''} of the notebook holds {len(cell.source)} "
+                    f"characters; a cell may hold at most {MAX_SOURCE_CHARS}")
+    return ""
 
 
 class SubmissionError(Exception):
@@ -58,8 +107,10 @@ class Submission:
     """The solution cells of one submitted notebook, and the values its names resolve to."""
 
     def __init__(self, nb: NotebookNode):
-        self._definitions: dict[str, tuple[str, str]] = {}   # name -> (kind, cell source)
+        self._definitions: dict[str, tuple[str, str]] = {}   # name -> (kind, cell source, or why it is not read)
         self.unparsed: list[str] = []                          # grade_ids of solution cells that do not parse
+        self._resolved: dict[str, tuple[object, str]] = {}     # name -> (value, or '' and why it is not one)
+        self._lock = threading.Lock()                          # hidden tests resolve names from several threads
         for cell in nb.cells:
             if cell.cell_type == "code" and utils.is_solution(cell):
                 self._read_cell(cell)
@@ -78,19 +129,43 @@ class Submission:
             if isinstance(node, ast.FunctionDef):
                 self._definitions[node.name] = ("kernel", cell.source)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                self._definitions[node.targets[0].id] = ("literal", ast.get_source_segment(cell.source, node.value))
+                name, parts = node.targets[0].id, sum(1 for _ in ast.walk(node.value))
+                self._definitions[name] = ("literal", ast.get_source_segment(cell.source, node.value)) \
+                    if parts <= MAX_LITERAL_NODES else \
+                    ("refused", f"{name} is a literal of {parts} parts (values, keys and containers); the grader "
+                                f"reads at most {MAX_LITERAL_NODES}")
 
     def value(self, name: str):
-        """What ``name`` is bound to by the solution cells, or `SubmissionError`."""
+        """What ``name`` is bound to by the solution cells, or `SubmissionError`. Resolved once (one name at a
+        time); each call gets its own copy."""
+        with self._lock:
+            if name not in self._resolved:
+                try:
+                    self._resolved[name] = (self._resolve(name), "")
+                except SubmissionError as exc:
+                    self._resolved[name] = (None, str(exc))
+            value, why = self._resolved[name]
+        if why:
+            raise SubmissionError(why)
+        return copy.deepcopy(value)
+
+    def _resolve(self, name: str):
         if name not in self._definitions:
             hint = f" (solution cells that do not parse: {', '.join(self.unparsed)})" if self.unparsed else ""
             raise SubmissionError(f"the notebook's solution cells do not define {name}{hint}")
         kind, text = self._definitions[name]
+        if kind == "refused":
+            raise SubmissionError(text)
         if kind == "kernel":
             try:
-                return SubmittedKernel(kernel_source_from_cell(text, name), name)
+                source = kernel_source_from_cell(text, name)
             except KernelSourceError as exc:
                 raise SubmissionError(str(exc)) from None
+            if len(source) > MAX_KERNEL_CHARS:
+                raise SubmissionError(f"the source of {name} (its cell's @cuda.jit functions, imports and "
+                                      f"constants) holds {len(source)} characters; the grader reads at most "
+                                      f"{MAX_KERNEL_CHARS}")
+            return SubmittedKernel(source, name)
         try:
             return ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
