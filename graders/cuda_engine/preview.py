@@ -22,22 +22,23 @@ checker (`graders.cuda_engine.child.verdict`), the grader's own. A kernel with `
 state between launches, which one launch a shape cannot judge: correct there, it gets "?".
 
 "Cannot run" ("?") where the emulation lacks something: inline PTX other than the helpers in `EMULATED_PTX`,
-the wmma C++ API, anything g++ cannot compile here (the first error is quoted), a thread stack over 256 KiB, or
-no g++ at all. Builds are kept under `cache_root` (``WORKSHOP_PREVIEW_CACHE``), keyed by their inputs; verdicts
+the wmma C++ API, anything g++ cannot compile here (the first error is quoted), a thread stack over 256 KiB, no
+g++ at all, or a system other than Linux (WSL on Windows). Builds are kept under `cache_root` (``WORKSHOP_PREVIEW_CACHE``), keyed by their inputs; verdicts
 are kept for the life of the process.
 """
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import functools
 import hashlib
 import math
 import os
+import platform
 import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -53,7 +54,9 @@ TIME_LIMIT_S = 10               # one launch at one shape
 MAX_SHAPES = 3
 SHAPE_COST_CAP = 5e7            # problem.work(shape) + THREAD_COST per thread launched
 THREAD_COST = 50
-FLAGS = ["-std=c++20", "-O1", "-fno-strict-aliasing", "-ffp-contract=off", "-mcmodel=medium", "-w"]
+# -mcmodel=medium (x86-64): a __device__ array over 2 GiB links
+FLAGS = ["-std=c++20", "-O1", "-fno-strict-aliasing", "-ffp-contract=off", "-w",
+         *(["-mcmodel=medium"] if platform.machine() in ("x86_64", "AMD64") else [])]
 SHARED_START, SHARED_END = 0x200000, 0x300000   # where runtime.cpp expects the __shared__ variables
 GRADED_ON_GPU = "not the grade: speed and real races are judged on the GPU worker"
 
@@ -248,6 +251,7 @@ class Toolchain:
 
     def _once(self, target: Path, make) -> Path:
         """``target``, made by ``make(scratch)`` unless it exists; one maker at a time, also across processes."""
+        import fcntl   # POSIX: the preview runs on Linux only, and this module is imported everywhere
         with self._lock:
             lock = self._made.setdefault(str(target), threading.Lock())
         with lock:
@@ -514,6 +518,9 @@ def run_preview(kernel: KernelSpec, geometry: Geometry, source: str, shapes: lis
     """The preview of ``source`` as ``kernel`` at ``shapes`` with ``geometry``; see the module's docstring."""
     definition = problem(kernel.kind)
     base = dict(kernel_id=kernel.id, shape_names=definition.shape_names, shapes=tuple(shapes))
+    if not sys.platform.startswith("linux"):   # ELF sections, the linker's --section-start, Linux's signals
+        return Preview(verdict="cannot_run", finding="no_compiler", reason=(
+            "the CPU preview runs on Linux only (on Windows, in WSL); the GPU worker still grades"), **base)
     tools = toolchain()
     if tools is None:
         return Preview(verdict="cannot_run", finding="no_compiler",
