@@ -307,15 +307,15 @@ class _Grading:
             self.log.error("The hidden tests did not finish within %g s (StartTrustedGrading.time_limit): %s",
                            self.time_limit, ", ".join(late))
             for grade_id in late:
-                self.outputs[grade_id] = _outputs("", error=TimeoutError(
-                    f"not graded: the hidden tests of this submission ran past {self.time_limit:g} s (the cap on "
-                    "one submission's grading)"))
+                self.outputs[grade_id] = self._late()
         else:
             sys.stdout = self._real_stdout
         if self.failure is not None:
             raise self.failure
 
     def _grade(self, grade_id: str) -> list[NotebookNode]:
+        if time.monotonic() >= self.deadline:   # `finish` has given up on it: nothing new starts
+            return self._late()
         out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS, "what a hidden test prints")
         try:
             _, call = self.calls[grade_id]
@@ -339,6 +339,10 @@ class _Grading:
             self.stdout.local.buffer = None
         self.log.info("%s: %s", grade_id, "full points" if points is None else f"{points} points")
         return _outputs(out.getvalue(), points=points)
+
+    def _late(self) -> list[NotebookNode]:
+        return _outputs("", error=TimeoutError(f"not graded: the hidden tests of this submission ran past "
+                                               f"{self.time_limit:g} s (the cap on one submission's grading)"))
 
 
 def _hidden_call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:

@@ -74,13 +74,12 @@ class Exchange:
 
 
 def communicate(proc: subprocess.Popen, request: bytes, answer_fd: int, timeout_s: float,
-                kill: Callable[[], None], *, tail_bytes: int = TAIL_BYTES,
-                answer_bytes: int = ANSWER_BYTES) -> Exchange:
+                kill: Callable[[], None]) -> Exchange:
     """Send ``request`` on ``proc``'s stdin and read its stdout, stderr and the answer pipe ``answer_fd`` (which
     this closes) until the child has exited with every pipe closed, or until ``timeout_s``, when ``kill`` is
     called (as it is when reading fails). Returns once ``proc`` has been waited for."""
     deadline = time.monotonic() + timeout_s
-    stdout, stderr = Tail(tail_bytes), Tail(tail_bytes)
+    stdout, stderr = Tail(), Tail()
     tails = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr}
     stdin = proc.stdin.fileno()
     answer = bytearray()
@@ -121,9 +120,9 @@ def communicate(proc: subprocess.Popen, request: bytes, answer_fd: int, timeout_
                     close(fd)
                 elif fd == answer_fd:
                     answer.extend(chunk)
-                    if len(answer) > answer_bytes:
+                    if len(answer) > ANSWER_BYTES:
                         over = True
-                        del answer[answer_bytes:]
+                        del answer[ANSWER_BYTES:]
                         close(fd)
                 else:
                     tails[fd].feed(chunk)
