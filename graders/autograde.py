@@ -46,10 +46,11 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
-from nbformat.v4 import new_output
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader import utils
+from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets import Integer
 
 from graders import tracks
@@ -440,10 +441,11 @@ class BoundedNotebookExporter(NotebookExporter):
     (`graders.submission.file_problem`) and before anything reads its cells (`notebook_problem`). Configured as
     ``Autograde.exporter_class``.
 
-    A notebook over a cap is not read further. The assignment's release stands in for it (its source notebook
-    with the solutions and hidden tests cleared, as ``generate_assignment`` clears them), it is not run, and every
-    graded cell scores 0 with the cap's message (`REFUSED` in the resources). nbgrader reads each notebook twice,
-    the submitted file and then what that first pass wrote; the second pass learns the refusal from the first."""
+    A notebook over a cap is not read further. The release stands in for it, rebuilt from the gradebook (every
+    cell nbgrader keeps there, as released: solutions as their stubs, hidden tests cleared), so no course file is
+    needed (a fleet worker has none); it is not run, and every graded cell scores 0 with the cap's message
+    (`REFUSED` in the resources). nbgrader reads each notebook twice, the submitted file and then what that first
+    pass wrote; the second pass learns the refusal from the first."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -458,7 +460,7 @@ class BoundedNotebookExporter(NotebookExporter):
         why = why or notebook_problem(nb)
         if why:
             self.log.warning("%s's notebook %s is not graded (0 in every graded cell): %s", key[0], key[2], why)
-            nb = self._release(ids["assignment"], ids["notebook"])
+            nb = self._release(ids)
         if key in self._first_pass:
             why = self._first_pass.pop(key) or why
         else:
@@ -467,10 +469,20 @@ class BoundedNotebookExporter(NotebookExporter):
             resources[REFUSED] = why
         return self.from_notebook_node(nb, resources, **kw)
 
-    def _release(self, assignment: str, notebook: str) -> NotebookNode:
-        coursedir = CourseDirectory(config=self.config)
-        source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / f"{notebook}.ipynb"
-        nb = nbformat.read(str(source), as_version=4)
-        for preprocessor in (ClearSolutions, ClearHiddenTests):
-            nb, _ = preprocessor(parent=self).preprocess(nb, {})
+    def _release(self, ids: dict) -> NotebookNode:
+        with Gradebook(ids["db_url"], CourseDirectory(config=self.config).course_id) as gradebook:
+            notebook = gradebook.find_notebook(ids["notebook"], ids["assignment"])
+            points = {c.name: c.max_score for c in (*notebook.grade_cells, *notebook.task_cells)}
+            graded = {c.name for c in notebook.grade_cells}
+            solutions = {c.name for c in notebook.solution_cells}
+            tasks = {c.name for c in notebook.task_cells}
+            cells = []
+            for cell in notebook.source_cells:
+                metadata = {"grade_id": cell.name, "grade": cell.name in graded, "solution": cell.name in solutions,
+                            "locked": cell.locked, "schema_version": 3}
+                metadata |= {"points": points[cell.name]} if cell.name in points else {}
+                metadata |= {"task": True} if cell.name in tasks else {}
+                new = new_code_cell if cell.cell_type == "code" else new_markdown_cell
+                cells.append(new(cell.source, metadata={"nbgrader": metadata}))
+        nb, _ = ClearHiddenTests(parent=self).preprocess(new_notebook(cells=cells), {})
         return nb

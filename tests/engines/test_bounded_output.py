@@ -21,7 +21,6 @@ from graders import autograde, submission
 from graders.cuda_engine import structure
 from graders.sandbox import capped_output
 from graders.sandbox.run import run_child
-from graders.settings import ROOT
 
 MIB = 1 << 20
 
@@ -242,42 +241,39 @@ def test_a_numba_kernel_is_read_up_to_its_length_cap():
 
 
 @pytest.fixture
-def source_course(tmp_path):
-    """A course directory holding the puzzles' source notebook, and nbgrader's ids of one submission."""
-    (tmp_path / "assignments" / "puzzles").mkdir(parents=True)
-    shutil.copy(ROOT / "assignments" / "puzzles" / "puzzles.ipynb", tmp_path / "assignments" / "puzzles")
+def exporter(released, tmp_path):
+    """The exporter nbgrader's autograde uses, and the ids it gives one submission of the released puzzles."""
+    shutil.copy(released["puzzles"] / "gradebook.db", tmp_path / "gradebook.db")
+    ids = {"student": "eve", "assignment": "puzzles", "notebook": "puzzles",
+           "db_url": f"sqlite:///{tmp_path / 'gradebook.db'}"}
     config = Config()
-    config.CourseDirectory.root = str(tmp_path)
-    config.CourseDirectory.source_directory = "assignments"
-    config.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-    return autograde.BoundedNotebookExporter(config=config), tmp_path
+    config.CourseDirectory.course_id = "kernel-workshop"
+    return autograde.BoundedNotebookExporter(config=config), ids
 
 
-def _export(exporter, path):
-    resources = {"nbgrader": {"student": "eve", "assignment": "puzzles", "notebook": "puzzles"}}
-    nb, resources = exporter.from_filename(str(path), resources=resources)
+def _export(exporter, ids: dict, path: Path):
+    nb, resources = exporter.from_filename(str(path), resources={"nbgrader": dict(ids)})
     return nbformat.reads(nb, as_version=4), resources
 
 
-def test_a_submission_over_a_cap_is_not_parsed_and_the_release_stands_in_for_it(source_course):
-    exporter, course = source_course
-    source = nbformat.read(str(course / "assignments" / "puzzles" / "puzzles.ipynb"), as_version=4)
-    huge = course / "huge.ipynb"
+def test_a_submission_over_a_cap_is_not_parsed_and_the_release_stands_in_for_it(exporter, released, tmp_path):
+    exporter, ids = exporter
+    release = nbformat.read(str(released["puzzles"] / "release" / "puzzles" / "puzzles.ipynb"), as_version=4)
+    huge = tmp_path / "huge.ipynb"
     huge.write_bytes(b'{"cells": [' + b" " * submission.MAX_NOTEBOOK_BYTES + b"]}")
-    released, resources = _export(exporter, huge)                       # nbgrader's first pass
+    stand_in, resources = _export(exporter, ids, huge)                  # nbgrader's first pass
     assert resources[autograde.REFUSED].startswith("the notebook file is larger than")
-    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in released.cells] == \
-        [c.metadata.get("nbgrader", {}).get("grade_id") for c in source.cells]
-    text = nbformat.writes(released)
-    assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
-    written = course / "written.ipynb"
-    nbformat.write(released, str(written))
-    assert _export(exporter, written)[1][autograde.REFUSED] == resources[autograde.REFUSED]   # the second pass
-    assert autograde.REFUSED not in _export(exporter, written)[1]       # a new submission's first pass
+    released_cells = {c.metadata.nbgrader["grade_id"]: c for c in release.cells if "nbgrader" in c.metadata}
+    assert [c.metadata.nbgrader["grade_id"] for c in stand_in.cells] == list(released_cells)
+    for cell in stand_in.cells:
+        assert cell.source == released_cells[cell.metadata.nbgrader["grade_id"]].source
+    written = tmp_path / "written.ipynb"
+    nbformat.write(stand_in, str(written))
+    assert _export(exporter, ids, written)[1][autograde.REFUSED] == resources[autograde.REFUSED]   # its second pass
+    assert autograde.REFUSED not in _export(exporter, ids, written)[1]  # a new submission's first pass
 
 
-def test_a_refused_submission_scores_zero_in_every_graded_cell_with_the_cap(source_course):
-    exporter, course = source_course
+def test_a_refused_submission_scores_zero_in_every_graded_cell_with_the_cap():
     cells = [new_code_cell(f"grade_correctness('{p}', k)", metadata={"nbgrader": {"grade_id": f"{p}_correct"}})
              for p in ("map", "zip")]
     grading = autograde._Grading(cells, submission.Submission(new_notebook()), 2, _Log(), time_limit=60,
