@@ -21,8 +21,6 @@ Settings (environment variables):
 - ``WORKSHOP_PERF_BUDGET_S``: seconds of timed runs per CUDA kernel (default: the spec's budget);
 - ``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM``, ``WORKSHOP_COMPUTE_SANITIZER``: the tools to use;
 - ``WORKSHOP_SANITIZE=off``: skip the compute-sanitizer runs of CUDA kernels (`graders.cuda_engine.sanitizer`);
-- ``WORKSHOP_CPU_PREVIEW=off``: check cells without a GPU only compile (no CPU preview,
-  `graders.cuda_engine.preview`); ``WORKSHOP_PREVIEW_CACHE``: the folder of the preview's builds;
 - ``WORKSHOP_GRADEBOOK_URL``: the gradebook's database URL (default: ``sqlite:///gradebook.db``).
 """
 from __future__ import annotations
@@ -96,17 +94,6 @@ def tool_override(name: str) -> str | None:
 def sanitize_enabled() -> bool:
     """False only when ``WORKSHOP_SANITIZE=off``."""
     return os.environ.get("WORKSHOP_SANITIZE", "").strip().lower() != "off"
-
-
-def cpu_preview_enabled() -> bool:
-    """False only when ``WORKSHOP_CPU_PREVIEW=off``."""
-    return os.environ.get("WORKSHOP_CPU_PREVIEW", "").strip().lower() != "off"
-
-
-def preview_cache() -> Path | None:
-    """``WORKSHOP_PREVIEW_CACHE`` as a path, or None when it is unset."""
-    value = os.environ.get("WORKSHOP_PREVIEW_CACHE", "").strip()
-    return Path(value) if value else None
 
 
 def gradebook_url() -> str:

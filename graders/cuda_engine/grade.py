@@ -241,7 +241,7 @@ def _unwritten_line(kernel_id: str) -> str:
 def _preview(assignment: str | Path, kernel_id: str, source: str, launch: dict) -> preview.Preview | None:
     """The CPU preview of a kernel that compiles, where it runs: no GPU here, not autograding (the preview never
     scores), not turned off with ``WORKSHOP_CPU_PREVIEW=off``."""
-    if autograding_in_notebook() or not settings.cpu_preview_enabled() or detect_gpu() is not None:
+    if autograding_in_notebook() or not preview.enabled() or detect_gpu() is not None:
         return None
     return preview.preview(assignment, kernel_id, source, block=launch.get("block"), tile=launch.get("tile"),
                            params=launch.get("params"))

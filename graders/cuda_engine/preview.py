@@ -23,8 +23,11 @@ state between launches, which one launch a shape cannot judge: correct there, it
 
 "Cannot run" ("?") where the emulation lacks something: inline PTX other than the helpers in `EMULATED_PTX`,
 the wmma C++ API, anything g++ cannot compile here (the first error is quoted), a thread stack over 256 KiB, no
-g++ at all, or a system other than Linux (WSL on Windows). Builds are kept under `cache_root` (``WORKSHOP_PREVIEW_CACHE``), keyed by their inputs; verdicts
-are kept for the life of the process.
+g++ at all, or a system other than Linux (WSL on Windows). Builds are kept under `cache_root`, keyed by their
+inputs; verdicts for the life of the process.
+
+Settings: ``WORKSHOP_CPU_PREVIEW=off`` (`enabled`): check cells only compile; ``WORKSHOP_PREVIEW_CACHE``: the
+folder of the builds (`cache_root`).
 """
 from __future__ import annotations
 
@@ -44,7 +47,6 @@ import threading
 from pathlib import Path
 from typing import Literal
 
-from graders import settings
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 
@@ -222,10 +224,17 @@ def translation_unit(source: str, function: str, name: str) -> str:
 
 # ---- building ----------------------------------------------------------------------------------------------
 
+def enabled() -> bool:
+    """False only when ``WORKSHOP_CPU_PREVIEW=off``. (Read here, not in `graders.settings`: that module is part of
+    the measuring code whose hash the tracks' measured targets carry, `workshop.records.measurement_code`.)"""
+    return os.environ.get("WORKSHOP_CPU_PREVIEW", "").strip().lower() != "off"
+
+
 def cache_root() -> Path:
     """``WORKSHOP_PREVIEW_CACHE``, else ``$XDG_CACHE_HOME/kernel-workshop/cpu-preview`` (``~/.cache/...``)."""
-    return settings.preview_cache() or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") \
-        / "kernel-workshop" / "cpu-preview"
+    chosen = os.environ.get("WORKSHOP_PREVIEW_CACHE", "").strip()
+    return Path(chosen) if chosen else (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                                        / "kernel-workshop" / "cpu-preview")
 
 
 class BuildFailed(Exception):
