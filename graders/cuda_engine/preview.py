@@ -5,8 +5,8 @@ compute-sanitizer), and every line this module prints says so or says "CPU previ
 How: g++ compiles the kernel against a CPU emulation of CUDA (``emulation/``: cuda.h, precompiled; ptx.h for the
 tracks' inline-PTX helpers, `EMULATED_PTX`; runtime.cpp, the launcher), with the launch's ``#define``s, and runs it
 at the cheapest few of its spec's check shapes (`preview_shapes`) on public inputs (the problem's own generator,
-seed `PUBLIC_SEED`), each launch in a child process with a time limit (`TIME_LIMIT_S`) and a 4 GiB address-space
-cap (runtime.cpp). Each shape runs twice:
+seed `PUBLIC_SEED`), each launch in a child process with a limit of CPU time (`TIME_LIMIT_S`) and a 4 GiB
+address-space cap (runtime.cpp). Each shape runs twice:
 
 - A: blocks one at a time in increasing order; in a block, between two ``__syncthreads()``, each warp in turn as
   far as it can go, its lanes one at a time between its warp-level calls (shuffles, ``__syncwarp``, mma.sync),
@@ -52,7 +52,7 @@ from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_ge
 
 EMULATION = Path(__file__).resolve().parent / "emulation"
 PUBLIC_SEED = 2024              # the preview's inputs: public, the same on every machine
-TIME_LIMIT_S = 10               # one launch at one shape
+TIME_LIMIT_S = 10               # CPU seconds of one launch at one shape (and 3 x that + 30 s of wall time)
 MAX_SHAPES = 3
 SHAPE_COST_CAP = 5e7            # problem.work(shape) + THREAD_COST per thread launched
 THREAD_COST = 50
@@ -418,9 +418,9 @@ def launch(exe: Path, order: str, layout: str, poison: int, grid, block, buffers
     result.unlink(missing_ok=True)
     try:
         done = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              timeout=time_limit_s + 10, cwd=folder)
+                              timeout=3 * time_limit_s + 30, cwd=folder)
     except subprocess.TimeoutExpired:
-        return Launch({"status": "timeout"})
+        return Launch({"status": "timeout", "wall": str(3 * time_limit_s + 30)})
     except OSError as exc:
         return Launch({"status": "start", "error": str(exc)})
     report = dict(line.split(" ", 1) for line in result.read_text().splitlines() if " " in line) \
@@ -487,8 +487,9 @@ def describe(report: dict[str, str], definition: Problem, buffers, shared: Share
                             "never reach" + (f", while thread {thread['__syncthreads']} waits at __syncthreads()"
                                              if "__syncthreads" in thread else ""))
     if status == "timeout":
-        return "timeout", (f"did not finish within {time_limit_s:g} s on the CPU{where} (an endless loop? a loop "
-                           "whose condition never changes?)")
+        limit = f"{float(report['wall']):g} s" if "wall" in report else f"{time_limit_s:g} s of CPU time"
+        return "timeout", (f"did not finish within {limit}{where} (an endless loop? a loop whose condition never "
+                           "changes?)")
     if status == "stack":
         raise CannotRun(f"a thread's local variables outgrow the CPU preview's stack of 256 KiB{where}")
     if status == "arguments":

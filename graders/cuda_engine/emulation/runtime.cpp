@@ -1,7 +1,7 @@
 // The CPU preview's launcher (graders/cuda_engine/preview.py): runs one kernel, compiled with cuda.h and linked
 // with this file, once over its grid on one CPU thread, and reports what happened in a result file.
 //
-// Usage: runtime RESULT ORDER LAYOUT POISON SECONDS GRID_X GRID_Y GRID_Z BLOCK_X BLOCK_Y BLOCK_Z
+// Usage: runtime RESULT ORDER LAYOUT POISON CPU_SECONDS GRID_X GRID_Y GRID_Z BLOCK_X BLOCK_Y BLOCK_Z
 //                NBUF (PATH ELEMENT_BYTES ELEMENTS)*NBUF NINT INT*
 // ORDER: "forward" runs blocks, and a block's warps and lanes (see run_block), in increasing index; "reverse" in
 // decreasing. LAYOUT: "end" puts each buffer's end against an inaccessible page (its start 16-byte aligned), "start"
@@ -410,10 +410,10 @@ void install_handlers(unsigned seconds)
     alarm.sa_handler = on_alarm;
     alarm.sa_flags = SA_ONSTACK;
     sigemptyset(&alarm.sa_mask);
-    sigaction(SIGALRM, &alarm, nullptr);
-    itimerval timer{};
+    sigaction(SIGPROF, &alarm, nullptr);
+    itimerval timer{};   // CPU time, so that a busy machine does not stop a kernel that is only slow
     timer.it_value.tv_sec = seconds;
-    setitimer(ITIMER_REAL, &timer, nullptr);
+    setitimer(ITIMER_PROF, &timer, nullptr);
 }
 
 }  // namespace
