@@ -589,8 +589,9 @@ def _run_shape(definition: Problem, geometry: Geometry, shape: Shape, executable
     if not any(wrong):
         return None   # different roundings, both right (float atomics in another order)
     which = "increasing" if wrong[0] else "decreasing"
-    return "race", ("a race (a missing __syncthreads()?): the result depends on the order in which threads run "
-                    f"between barriers; with threads in {which} order, {_race_nan(wrong[0] or wrong[1])}")
+    return "race", ("a race (a missing __syncthreads()?) or a read of __shared__ memory no thread wrote: the result "
+                    "depends on the order in which threads run between barriers, or on what __shared__ memory held "
+                    f"before; with threads in {which} order, {_race_nan(wrong[0] or wrong[1])}")
 
 
 def _race_nan(message: str) -> str:

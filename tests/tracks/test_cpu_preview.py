@@ -124,8 +124,9 @@ def test_a_missing_barrier_is_a_race(found):
     result = found["no_barrier"]
     assert (result.finding, result.shape) == ("race", (33, 65)), result.line
     assert result.line.startswith("✗ tiled: CPU preview, shape 33 x 65 (rows, cols): a race (a missing "
-                                  "__syncthreads()?): the result depends on the order in which threads run between "
-                                  "barriers; with threads in increasing order, ")
+                                  "__syncthreads()?) or a read of __shared__ memory no thread wrote: the result "
+                                  "depends on the order in which threads run between barriers, or on what __shared__ "
+                                  "memory held before; with threads in increasing order, ")
     assert "got nan (NaN: what __shared__ memory held before any thread wrote it)" in result.line
 
 

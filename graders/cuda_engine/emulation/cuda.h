@@ -1,10 +1,10 @@
 // The CUDA C++ a kernel sees in the CPU preview (graders/cuda_engine/preview.py): g++ compiles the kernel with
 // this header (precompiled) and links it with runtime.cpp, which runs one block at a time on one CPU thread.
 // Each CUDA thread of a block is a fiber that runs until it reaches a barrier (__syncthreads, or a warp-level
-// call such as __shfl_xor_sync or __syncwarp), then the next thread runs, in a fixed order; a barrier opens
-// when every thread that has not returned has reached it. `__shared__` variables are static storage in the
-// section emu_shared, which the runtime poisons at the start of every block. It checks indexing, bounds and
-// synchronization, not speed or the GPU's memory model.
+// call such as __shfl_xor_sync or __syncwarp), then another runs, in a fixed order (runtime.cpp's run_block); a
+// barrier opens when every thread it waits for that has not returned has reached it. `__shared__` variables are
+// static storage in the section emu_shared, which the runtime poisons at the start of every block. It checks
+// indexing, bounds and synchronization, not speed or the GPU's memory model.
 #pragma once
 #include <algorithm>
 #include <cmath>
