@@ -21,7 +21,8 @@ SCHEMA_VERSION = 3   # nbgrader's cell metadata schema
 CUDA_LANGUAGE = "cuda-c++"
 CUDA_STUB = f"{STUB_MARK}: write this kernel's body (the step above says what it computes)"
 # How a CUDA track's check cells work (`graders.cuda_engine.grade.check`): one bullet of each track's introduction.
-CUDA_CHECK_CELL = """* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
+CUDA_CHECK_CELL = """\
+* Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,
   shared memory and spills. Without a GPU it then runs your kernel on this machine's CPU (the **CPU preview**;
   it needs g++) at a few small shapes on public inputs, a block's threads one at a time between barriers, in two
   orders, and says ✓ (right at those shapes), ✗ (wrong values, an access out of bounds, or a race such as a

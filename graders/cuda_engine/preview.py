@@ -78,7 +78,8 @@ EMULATED_PTX = {
     "pack_bf16": r"^cvt\.rn\.bf16x2\.f32 ",
     "tf32": r"^cvt\.rna\.tf32\.f32 ",
     "exp2_approx": r"^ex2\.approx(\.ftz)?\.f32 ",
-    "f16x2_to_float2": r"^\{ \.reg \.f16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.f32\.f16 %0, \1; cvt\.f32\.f16 %1, \2; \}$",
+    "f16x2_to_float2": (r"^\{ \.reg \.f16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.f32\.f16 %0, \1; "
+                        r"cvt\.f32\.f16 %1, \2; \}$"),
     "load_a": r"^wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.(global|shared)\.bf16 ",
     "load_b": r"^wmma\.load\.b\.sync\.aligned\.row\.m16n16k16\.(global|shared)\.bf16 ",
     "mma": r"^wmma\.mma\.sync\.aligned\.row\.row\.m16n16k16\.f32\.bf16\.bf16\.f32 ",
@@ -576,7 +577,8 @@ def _run_shape(definition: Problem, geometry: Geometry, shape: Shape, executable
     buffers = _buffers_of(inputs, math.prod(out_shape))
     grid, sizes = definition.grid(shape, geometry.tile), definition.sizes(shape)
     outputs = []
-    for exe, order, layout, poison in ((executables[0], "forward", "end", 0xFF), (executables[1], "reverse", "start", 0)):
+    for exe, order, layout, poison in ((executables[0], "forward", "end", 0xFF),
+                                       (executables[1], "reverse", "start", 0)):
         done = launch(exe, order, layout, poison, grid, geometry.block, buffers, sizes, time_limit_s, folder)
         if done.output is None:
             return describe(done.report, definition, buffers, shared, grid, geometry.block, time_limit_s)

@@ -45,7 +45,8 @@ def geometry_for(kind: str, spec_geometry: Geometry) -> Geometry:
 
 @pytest.fixture(scope="module")
 def found():
-    jobs = {kid: Job(k, k.reference, geometry_for(k.kind, k.geometry), SHAPES[k.kind]) for kid, k in SPEC.kernels.items()}
+    jobs = {kid: Job(k, k.reference, geometry_for(k.kind, k.geometry), SHAPES[k.kind])
+            for kid, k in SPEC.kernels.items()}
     for name, (shape, _) in WRONG_CASES.items():
         kernel = SPEC.kernel(tracks.graded_kernel(WRONG / f"{name}.cu"))
         jobs[name] = Job(kernel, WRONG / f"{name}.cu", geometry_for(kernel.kind, kernel.geometry), (shape,))

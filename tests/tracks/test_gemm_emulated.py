@@ -40,8 +40,8 @@ def shapes_for(kernel_id: str):
 def found():
     jobs = {kid: Job(k, k.reference, shapes=shapes_for(kid)) for kid, k in SPEC.kernels.items()}
     autotuned = SPEC.kernel("autotuned")
-    jobs["autotuned-other"] = Job(autotuned, autotuned.reference, resolve_geometry(autotuned, **tune_launch(OTHER_CONFIG)),
-                                  shapes=((128, 256, 64),))
+    other = resolve_geometry(autotuned, **tune_launch(OTHER_CONFIG))
+    jobs["autotuned-other"] = Job(autotuned, autotuned.reference, other, shapes=((128, 256, 64),))
     for name, (shape, _) in WRONG_CASES.items():
         jobs[name] = Job(SPEC.kernel(tracks.graded_kernel(WRONG / f"{name}.cu")), WRONG / f"{name}.cu", shapes=(shape,))
     return run_all(jobs)

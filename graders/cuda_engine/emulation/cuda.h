@@ -161,7 +161,12 @@ inline unsigned atomicDec(unsigned* p, unsigned v)
     *p = (old == 0 || old > v) ? v : old - 1;
     return old;
 }
-template <class T> inline T atomicCAS(T* p, T compare, T v) { const T old = *p; if (old == compare) *p = v; return old; }
+template <class T> inline T atomicCAS(T* p, T compare, T v)
+{
+    const T old = *p;
+    if (old == compare) *p = v;
+    return old;
+}
 #define EMU_ATOMIC_SCOPES(name) \
     template <class... A> inline auto name##_block(A... a) { return name(a...); } \
     template <class... A> inline auto name##_system(A... a) { return name(a...); }
@@ -180,7 +185,8 @@ unsigned emu_lane();
 // then reads the offers (by lane) before the lanes meet again, so that the next exchange cannot overwrite them.
 constexpr std::size_t EMU_SLOT = 32;
 using EmuSlots = const unsigned char (*)[EMU_SLOT];
-void emu_warp_exchange(unsigned mask, const void* mine, std::size_t size, void (*gather)(EmuSlots, void*), void* context);
+void emu_warp_exchange(unsigned mask, const void* mine, std::size_t size, void (*gather)(EmuSlots, void*),
+                       void* context);
 
 template <class T> inline T emu_shuffle(unsigned mask, T value, int source)
 {

@@ -87,7 +87,13 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
                 MmaElement B, unsigned chunk = 0, float (*round)(float) = keep)
 {
     const MmaRegisters mine{{a[0], a[1], a[2], a[3]}, {b0, b1}};
-    struct Ask { float* d; unsigned depth; MmaElement A, B; unsigned chunk; float (*round)(float); } ask{d, depth, A, B, chunk, round};
+    struct Ask {
+        float* d;
+        unsigned depth;
+        MmaElement A, B;
+        unsigned chunk;
+        float (*round)(float);
+    } ask{d, depth, A, B, chunk, round};
     emu_warp_exchange(0xffffffffu, &mine, sizeof mine, [](EmuSlots slots, void* context) {
         Ask& q = *static_cast<Ask*>(context);
         MmaRegisters warp[32];
@@ -105,7 +111,10 @@ inline void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
     }, &ask);
 }
 
-inline float half_of(unsigned word, unsigned k, float (*value)(unsigned)) { return value(k % 2 ? word >> 16 : word & 0xffffu); }
+inline float half_of(unsigned word, unsigned k, float (*value)(unsigned))
+{
+    return value(k % 2 ? word >> 16 : word & 0xffffu);
+}
 inline float byte_of(unsigned word, unsigned k) { return e4m3_value(word >> 8 * (k % 4) & 0xffu); }
 
 // m16n8k16 (bf16, f16): A(row, k) in lane 4 (row % 8) + (k % 8) / 2, register row / 8 + 2 (k / 8), half k % 2;
@@ -132,13 +141,17 @@ inline void mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned
 inline void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
     mma(d, a, b0, b1, 8,
-        [](const MmaRegisters* w, unsigned row, unsigned k) { return __uint_as_float(w[4 * (row % 8) + k % 4].a[row / 8 + 2 * (k / 4)]); },
+        [](const MmaRegisters* w, unsigned row, unsigned k) {
+            return __uint_as_float(w[4 * (row % 8) + k % 4].a[row / 8 + 2 * (k / 4)]); },
         [](const MmaRegisters* w, unsigned k, unsigned n) { return __uint_as_float(w[4 * n + k % 4].b[k / 4]); });
 }
 
 // m16n8k32 .e4m3: A(row, k) in lane 4 (row % 8) + (k % 16) / 4, register row / 8 + 2 (k / 16), byte k % 4;
 // B(k, n) in lane 4 n + (k % 16) / 4, register k / 16, byte k % 4
-inline float a8(const MmaRegisters* w, unsigned row, unsigned k) { return byte_of(w[4 * (row % 8) + (k % 16) / 4].a[row / 8 + 2 * (k / 16)], k); }
+inline float a8(const MmaRegisters* w, unsigned row, unsigned k)
+{
+    return byte_of(w[4 * (row % 8) + (k % 16) / 4].a[row / 8 + 2 * (k / 16)], k);
+}
 inline float b8(const MmaRegisters* w, unsigned k, unsigned n) { return byte_of(w[4 * n + (k % 16) / 4].b[k / 16], k); }
 inline void mma_e4m3(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) { mma(d, a, b0, b1, 32, a8, b8); }
 

@@ -60,7 +60,8 @@ std::size_t report_length = 0;
 
 void say(const char* key, const char* value)
 {
-    const int n = std::snprintf(report_buffer + report_length, sizeof report_buffer - report_length, "%s %s\n", key, value);
+    const int n = std::snprintf(report_buffer + report_length, sizeof report_buffer - report_length, "%s %s\n", key,
+                                value);
     if (n > 0) report_length = std::min(sizeof report_buffer - 1, report_length + n);
 }
 
@@ -145,10 +146,11 @@ void write_file(const char* path, const unsigned char* from, std::size_t bytes)
 // The output's first damaged canary after its end (or the nearest before its start), as an element index.
 bool canary_damage(const Buffer& out, long long& index)
 {
+    const long long element = (long long)out.element;
     for (unsigned char* p = out.start + out.bytes; p < out.high; ++p)
-        if (*p != CANARY) { index = (p - out.start) / (long long)out.element; return true; }
+        if (*p != CANARY) { index = (p - out.start) / element; return true; }
     for (unsigned char* p = out.start; p-- > out.low;)
-        if (*p != CANARY) { index = -((out.start - p + (long long)out.element - 1) / (long long)out.element); return true; }
+        if (*p != CANARY) { index = -((out.start - p + element - 1) / element); return true; }
     return false;
 }
 
@@ -267,9 +269,11 @@ void fiber_main()
     for (unsigned t = 0; t < threads && waiting.size() < 200; ++t) {
         const unsigned x = blockDim.x, y = blockDim.y;
         char text[96];
-        const char* what = fibers[t].at == At::block_barrier ? "__syncthreads" : fibers[t].at == At::warp_barrier ? "warp" : nullptr;
+        const At at = fibers[t].at;
+        const char* what = at == At::block_barrier ? "__syncthreads" : at == At::warp_barrier ? "warp" : nullptr;
         if (!what) continue;
-        std::snprintf(text, sizeof text, "%s%u,%u,%u:%s", waiting.empty() ? "" : ";", t % x, t / x % y, t / (x * y), what);
+        std::snprintf(text, sizeof text, "%s%u,%u,%u:%s", waiting.empty() ? "" : ";", t % x, t / x % y, t / (x * y),
+                      what);
         waiting += text;
     }
     say("status", "deadlock");
@@ -333,7 +337,8 @@ void on_fault(int signal, siginfo_t* info, void* context)
     const auto address = reinterpret_cast<unsigned char*>(info->si_addr);
     const char* access = "unknown";
 #if defined(__x86_64__) && defined(__linux__)
-    if (signal == SIGSEGV) access = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? "write" : "read";
+    if (signal == SIGSEGV)   // the page fault's error code: bit 1 for a write
+        access = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? "write" : "read";
 #else
     (void)context;
 #endif
@@ -343,7 +348,8 @@ void on_fault(int signal, siginfo_t* info, void* context)
         say_where();
         finish(5);
     }
-    if ((signal == SIGSEGV || signal == SIGBUS) && (std::uintptr_t)address >= SHARED_LOW && (std::uintptr_t)address < SHARED_HIGH) {
+    const std::uintptr_t at = (std::uintptr_t)address;
+    if ((signal == SIGSEGV || signal == SIGBUS) && at >= SHARED_LOW && at < SHARED_HIGH) {
         say("status", "fault");
         say("access", access);
         say("buffer", "shared");
@@ -365,16 +371,17 @@ void on_fault(int signal, siginfo_t* info, void* context)
         for (std::size_t i = 0; i < buffers.size(); ++i) {
             const Buffer& b = buffers[i];
             if (address >= b.region && address < b.region + b.region_bytes) { best = i; distance = 0; break; }
-            const unsigned long long d = address < b.region ? b.region - address : address - (b.region + b.region_bytes);
+            const unsigned long long d = address < b.region ? b.region - address
+                                                             : address - (b.region + b.region_bytes);
             if (d < distance) { distance = d; best = i; }
         }
         if (best >= 0) {
             const Buffer& b = buffers[best];
-            const long long offset = (long long)(address - b.start);
+            const long long offset = (long long)(address - b.start), element = (long long)b.element;
             say("status", "fault");
             say("access", access);
             say_number("buffer", best);
-            say_number("index", offset >= 0 ? offset / (long long)b.element : -((-offset + (long long)b.element - 1) / (long long)b.element));
+            say_number("index", offset >= 0 ? offset / element : -((-offset + element - 1) / element));
             if (distance) say_number("wild", 1);
             say_where();
             finish(6);
@@ -454,7 +461,8 @@ static void warp_barrier(unsigned mask)
 
 void __syncwarp(unsigned mask) { warp_barrier(mask); }
 
-void emu_warp_exchange(unsigned mask, const void* mine, std::size_t size, void (*gather)(EmuSlots, void*), void* context)
+void emu_warp_exchange(unsigned mask, const void* mine, std::size_t size, void (*gather)(EmuSlots, void*),
+                       void* context)
 {
     Warp& warp = warps[current / 32];
     std::memcpy(warp.slots[current % 32], mine, size);
@@ -515,7 +523,8 @@ int main(int argc, char** argv)
     if (nbuf < 1 || argc < arg + 3 * nbuf + 1) return 2;
     std::vector<void*> pointers;
     for (int i = 0; i < nbuf; ++i, arg += 3) {
-        const std::size_t element = std::strtoull(argv[arg + 1], nullptr, 10), elements = std::strtoull(argv[arg + 2], nullptr, 10);
+        const std::size_t element = std::strtoull(argv[arg + 1], nullptr, 10);
+        const std::size_t elements = std::strtoull(argv[arg + 2], nullptr, 10);
         buffers.push_back(make_buffer(element, elements, at_end, i == 0 ? CANARY : INPUT_FILL));
         Buffer& b = buffers.back();
         if (i == 0) std::memset(b.start, 0xff, b.bytes);
@@ -543,7 +552,8 @@ int main(int argc, char** argv)
     fibers.assign(threads, Fiber{});
     warps.assign((threads + 31) / 32, Warp{});
     const std::size_t stack_bytes = threads * (STACK + page);
-    void* region = mmap(nullptr, stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* region = mmap(nullptr, stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                        0);
     if (region == MAP_FAILED) { say("status", "memory"); finish(3); }
     stacks = static_cast<unsigned char*>(region);
     for (unsigned t = 0; t < threads; ++t) mprotect(stacks + t * (STACK + page), page, PROT_NONE);
@@ -551,8 +561,10 @@ int main(int argc, char** argv)
     const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
     for (unsigned long long i = 0; i < blocks; ++i) {
         const unsigned long long b = reverse ? blocks - 1 - i : i;
-        blockIdx = {(unsigned)(b % gridDim.x), (unsigned)(b / gridDim.x % gridDim.y), (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y))};
-        if (__start_emu_shared != __stop_emu_shared) std::memset(__start_emu_shared, poison, __stop_emu_shared - __start_emu_shared);
+        const unsigned long long plane = (unsigned long long)gridDim.x * gridDim.y;
+        blockIdx = {(unsigned)(b % gridDim.x), (unsigned)(b / gridDim.x % gridDim.y), (unsigned)(b / plane)};
+        if (__start_emu_shared != __stop_emu_shared)
+            std::memset(__start_emu_shared, poison, __stop_emu_shared - __start_emu_shared);
         run_block(reverse);
     }
     threadIdx = {0, 0, 0};
