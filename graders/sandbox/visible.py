@@ -13,9 +13,10 @@ Nothing of the host is visible unless it is on this list (`visible`):
 - **the grader**: this package's ``graders/`` folder, and each track's grader files
   (`graders.tracks.GRADER_FILES`: ``spec.toml``, ``structure.toml``, ``problem.py``), file by file, since the
   solutions sit beside them;
-- **CUDA's libraries**: the folders of the CUDA driver's and toolkit's libraries that the dynamic linker's cache
-  names (`CUDA_LIBRARIES`: numba-cuda loads the runtime library at import, also for the simulator), and the
-  installation folder of each tool a grading child runs under (compute-sanitizer, ncu: the CUDA toolkit);
+- **CUDA**: the CUDA toolkit (`CUDA_TOOLKITS`, ``$CUDA_HOME``, ``$CUDA_PATH``: NVVM and libdevice for numba-cuda
+  on a GPU, cuobjdump and nvdisasm), the folders of the CUDA driver's and toolkit's libraries that the dynamic
+  linker's cache names (`CUDA_LIBRARIES`: numba-cuda loads the runtime library at import, also for the
+  simulator), and the installation folder of each tool a grading child runs under (compute-sanitizer, ncu);
 - **for a GPU sandbox**: ``/sys`` (the driver reads the PCI tree); the device nodes are `graders.sandbox.run`'s.
 
 Besides: a fresh ``/proc``, a minimal ``/dev``, a private ``/tmp`` and ``/dev/shm``, and the directories a
@@ -39,6 +40,7 @@ from graders import settings
 from graders.tracks import GRADER_FILES
 
 CODE_PACKAGES = ("graders",)
+CUDA_TOOLKITS = ("/usr/local/cuda",)   # with $CUDA_HOME and $CUDA_PATH: NVVM, libdevice, cuobjdump, nvdisasm
 # Names whose presence in a folder marks it as a course or a checkout: never bound whole.
 COURSE_PRIVATE = ("tracks", "solutions", "source", "assignments", "submitted", "autograded", "release", "feedback",
                   "exchange", "inbound", "outbound", "gradebook.db", "nbgrader_config.py", ".git")
@@ -154,7 +156,9 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
     wanted += [package_root / name for name in CODE_PACKAGES if (package_root / name).is_dir()]
     if gpu:
         wanted.append(Path("/sys"))
-    named_folders = [*cuda_library_dirs(),   # at the path the linker's cache names, and where it leads
+    toolkits = [*CUDA_TOOLKITS, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    named_folders = [*(Path(t) for t in toolkits if t and os.path.isabs(t) and os.path.isdir(t)),
+                     *cuda_library_dirs(),   # at the path the linker's cache names, and where it leads
                      *(Path(t).parent.parent if Path(t).parent.name == "bin" else Path(t).parent
                        for t in tools if os.path.isabs(t))]
     for folder in named_folders:

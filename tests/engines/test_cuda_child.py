@@ -26,7 +26,6 @@ from graders.sandbox.run import ChildResult, run_child
 from graders.settings import ROOT
 
 FAKE = "fake_perf_child"
-FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent / "perf_fakes"), str(ROOT)])}
 NAIVE = (ROOT / "tracks/transpose/solutions/naive.cu").read_text()
 SPEC = load_spec("transpose")
 
@@ -94,14 +93,14 @@ def test_students_can_compile_check_without_a_gpu(no_gpu, capsys):
     assert resources["transpose_naive"]["registers"] > 0
 
 
-def test_hanging_child_is_stopped_within_its_limit():
+def test_hanging_child_is_stopped_within_its_limit(fake_env):
     start = time.monotonic()
-    result = run_child(FAKE, {"mode": "hang"}, timeout_s=2, env=FAKE_ENV)
+    result = run_child(FAKE, {"mode": "hang"}, timeout_s=2, env=fake_env)
     assert result.status == "timeout" and time.monotonic() - start < 10
 
 
-def test_crashing_child_is_reported():
-    result = run_child(FAKE, {"mode": "crash"}, timeout_s=30, env=FAKE_ENV)
+def test_crashing_child_is_reported(fake_env):
+    result = run_child(FAKE, {"mode": "crash"}, timeout_s=30, env=fake_env)
     assert result.status == "crashed" and "SIGABRT" in result.message
 
 
@@ -136,19 +135,19 @@ def test_correct_kernel_scores_on_its_ratio_and_the_report_says_so():
     assert f"ratio {halfway:.3f}" in text and "points: 2.00 / 3" in text and "30 registers" in text
 
 
-def test_parent_side_patches_do_not_reach_the_childs_timer(monkeypatch):
+def test_parent_side_patches_do_not_reach_the_childs_timer(monkeypatch, fake_env):
     """The child is a fresh interpreter: patching the timer, the clock or torch's events here changes nothing."""
     import torch
     monkeypatch.setattr(graders.cuda_engine.timing, "run_until_stable", lambda *a, **k: {"sleep": None})
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
     monkeypatch.setattr(torch.cuda, "Event", object)
-    result = run_child(FAKE, {"mode": "time", "sleep_s": 0.02}, timeout_s=60, env=FAKE_ENV)
+    result = run_child(FAKE, {"mode": "time", "sleep_s": 0.02}, timeout_s=60, env=fake_env)
     assert result.ok, result.message + result.stderr
     assert 0.018 < result.answer["median_s"] < 0.2 and result.answer["samples"] >= 5
 
 
-def test_handler_exception_is_an_answer_not_a_crash():
-    result = run_child(FAKE, {"mode": "raise"}, timeout_s=30, env=FAKE_ENV)
+def test_handler_exception_is_an_answer_not_a_crash(fake_env):
+    result = run_child(FAKE, {"mode": "raise"}, timeout_s=30, env=fake_env)
     assert result.ok and "the handler broke" in result.answer["error"]
 
 

@@ -3,11 +3,9 @@ child run under it, and what a finding does to a kernel's result. (Its real runs
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 import types
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +14,7 @@ from graders.cuda_engine.spec import load_spec, resolve_geometry
 from graders.gpu import NeedsGPUWorker
 from graders.result import GradeResult, Status
 from graders.sandbox.run import ChildResult, run_child
-from graders.settings import ROOT
 
-FAKE_ENV = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent / "perf_fakes"), str(ROOT)])}
 MEMCHECK = """========= COMPUTE-SANITIZER
 ========= Invalid __global__ write of size 4 bytes
 =========     at transpose_naive+0x1a0
@@ -81,8 +77,8 @@ def test_the_sanitizer_runs_at_the_smallest_check_shape_of_two_blocks_or_more(tr
     assert sanitizer.sanitize_shape(kernel, resolve_geometry(kernel, None, None, None)) == shape
 
 
-def test_a_child_runs_under_its_wrapper_and_its_output_comes_back():
-    result = run_child("fake_perf_child", {"mode": "wrapped"}, timeout_s=60, env=FAKE_ENV,
+def test_a_child_runs_under_its_wrapper_and_its_output_comes_back(fake_env):
+    result = run_child("fake_perf_child", {"mode": "wrapped"}, timeout_s=60, env=fake_env,
                        wrapper=("/usr/bin/env", "WRAPPED=yes"))
     assert result.ok and result.answer == {"wrapped": "yes"}
     assert "a line from inside the wrapper" in result.stdout

@@ -515,9 +515,9 @@ DEVICES = {"null", "zero", "full", "random", "urandom", "tty", "console", "ptmx"
 
 
 def _python_and_cuda_roots() -> list[Path]:
-    """The Python installation's folders, and CUDA's library folders the linker's cache names."""
-    from graders.sandbox.visible import cuda_library_dirs
-    entries = [*cuda_library_dirs(), sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
+    """The Python installation's folders, the CUDA toolkit, and CUDA's library folders the linker's cache names."""
+    from graders.sandbox.visible import CUDA_TOOLKITS, cuda_library_dirs
+    entries = [*CUDA_TOOLKITS, *cuda_library_dirs(), sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
                *sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep),
                *os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
     return [q for e in entries if e and os.path.isabs(e) for q in (Path(e), Path(e).resolve())]
