@@ -54,6 +54,16 @@ def locked(source: str, grade_id: str) -> nbformat.NotebookNode:
     return new_code_cell(source, metadata=_nbgrader(grade_id, locked=True))
 
 
+def check_cell(call: str, grade_id: str, label: str) -> nbformat.NotebookNode:
+    """A read-only check cell: ``call``, or, where a name it passes is not defined yet (the kernel's cell, or the
+    setup cell, has not run), one line saying which to run first, after ✗ and ``label`` as the check's own lines
+    (the puzzle's title, the kernel's id), instead of a ``NameError``."""
+    source = (f"try:\n    {call}\nexcept NameError as missing:   # a cell above has not run yet\n"
+              f'    print(f"✗ {label}: {{missing.name}} is not defined: run the cell that defines {{missing.name}} '
+              'first")')
+    return locked(source, grade_id)
+
+
 def graded_test(public: str, call: str, grade_id: str, points: float, what: str) -> nbformat.NotebookNode:
     """A graded cell: the ``public`` test, which the student sees and which raises when it fails (so
     ``nbgrader validate`` fails), then one call to a registered hidden test (`graders.hidden_tests`) between
@@ -68,8 +78,8 @@ def graded_test(public: str, call: str, grade_id: str, points: float, what: str)
 def cuda_kernel_cells(assignment: str, kernel, *, extra: str = "", launch: str = "",
                       score_call: str | None = None) -> list[nbformat.NotebookNode]:
     """One CUDA kernel's cells after its statement: the solution cell (``<id>_src``, its reference as
-    `cuda_solution_source`, then the ``extra`` lines), the read-only ``<id>_check`` cell (compiles, no GPU
-    needed; `graders.cuda_engine.grade.check`) and the graded ``<id>_score`` cell (public: it compiles;
+    `cuda_solution_source`, then the ``extra`` lines), the read-only ``<id>_check`` cell (`check_cell`: compiles,
+    no GPU needed; `graders.cuda_engine.grade.check`) and the graded ``<id>_score`` cell (public: it compiles;
     hidden: correctness and speed).
 
     ``kernel`` is the spec's `graders.cuda_engine.spec.KernelSpec`; ``launch`` is appended to the arguments of
@@ -79,7 +89,7 @@ def cuda_kernel_cells(assignment: str, kernel, *, extra: str = "", launch: str =
     source = cuda_solution_source(f"{kid}_src", kernel.reference.read_text()) + (f"\n{extra}" if extra else "")
     call = score_call or f"score({assignment!r}, {kid!r}, {kid}_src{launch})"
     return [solution(source, kid),
-            locked(f"check({assignment!r}, {kid!r}, {kid}_src{launch})", f"{kid}_check"),
+            check_cell(f"check({assignment!r}, {kid!r}, {kid}_src{launch})", f"{kid}_check", kid),
             graded_test(assert_compiles(assignment, kid, launch), call, f"{kid}_score", kernel.points,
                         "correctness and speed, on the GPU worker")]
 

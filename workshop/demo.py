@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -100,10 +101,20 @@ def run_demo(dest: Path | None = None) -> int:
         messages = failure_messages(_autograded(course, student))
         if student != "stub":   # the stub fails every test; one line says it
             for grade_id, message in messages.items():
-                print(f"      {grade_id}: {message[:160]}")
+                print(_wrapped(f"{grade_id}: {message}"))
         elif messages:
             print(f"      {len(messages)} test cells failed (nothing attempted)")
     return 0
+
+
+MESSAGE_CHARS = 800   # of one failure message in the summary; a longer one ends with " …"
+
+
+def _wrapped(message: str) -> str:
+    """A failure message for the terminal: at most `MESSAGE_CHARS`, cut between words with " …", in lines of at
+    most 100 characters under the summary's indentation (the whole message is in the autograded notebook)."""
+    short = textwrap.shorten(message, MESSAGE_CHARS, placeholder=" …")
+    return textwrap.fill(short, 100, initial_indent=" " * 6, subsequent_indent=" " * 8, break_on_hyphens=False)
 
 
 def _autograded(course: Path, student: str) -> Path:

@@ -13,7 +13,7 @@
   that is wrong, crashes, hangs or does not compile. It writes nothing to stderr
   and silences warnings.
 - `check_compiles` is for students without a GPU: it compiles in-process and reports registers and spills.
-  A kernel's check cell calls `check` (one line, never a traceback: the compiler's messages about the
+  A kernel's check cell calls `check` (one line, never a traceback: after a ✗ the compiler's messages about the
   student's lines, or "not written yet" for the untouched stub); its graded cell's public part calls
   `assert_compiles`, which raises instead, so ``nbgrader validate`` fails on a kernel that does not compile.
   Where there is no GPU (and not while autograding, nor with ``WORKSHOP_CPU_PREVIEW=off``), both add the CPU
@@ -248,15 +248,15 @@ def _preview(assignment: str | Path, kernel_id: str, source: str, launch: dict) 
 
 
 def check(assignment: str | Path, kernel_id: str, source: str, **launch) -> None:
-    """A kernel's check cell: what `check_compiles` prints and, without a GPU, the CPU preview's line; or one line
-    saying it is not written yet, or the compiler's messages about the student's lines; never raises."""
+    """A kernel's check cell: what `check_compiles` prints and, without a GPU, the CPU preview's line; or, after a
+    ✗, that it is not written yet or the compiler's messages about the student's lines; never raises."""
     if still_the_stub(source):
-        print(_unwritten_line(kernel_id))
+        print(f"✗ {_unwritten_line(kernel_id)}")
         return
     try:
         check_compiles(assignment, kernel_id, source, **launch)
     except CompileError as exc:
-        print(f"{kernel_id}: {exc}")
+        print(f"✗ {kernel_id}: {exc}")
         return
     found = _preview(assignment, kernel_id, source, launch)
     if found:

@@ -7,9 +7,10 @@ outside it, the answer is the check's message and nothing is run. On ``sim`` (nu
 access limits are checked; on ``gpu`` only correctness is checked.
 Cases run in order, all on inputs drawn from one ``np.random.default_rng(seed)``, and stop at the first
 failure, whose message names the case (in CUDA's words: ``a[4]; size = 4; <<<1, 4>>>``), index, expected
-and got. The answer is a `GradeResult` as a dict. On ``sim`` an access inside a ``print(...)`` counts like any
-other (a GPU reads what it prints from global memory too); a message over the limits says how many of a
-thread's were made there.
+and got. Access limits are counted on every case: a message over them names each case over them with its launch,
+then, once, a rule of the whole kernel it missed (shared memory where the puzzle asks for it). The answer is a
+`GradeResult` as a dict. On ``sim`` an access inside a ``print(...)`` counts like any other (a GPU reads what it
+prints from global memory too); a message over the limits says how many of a thread's were made there.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def handle(request: dict) -> dict:
     rng = np.random.default_rng(request["seed"])
     cases = puzzle.cases(request["mode"])
     violations: list[str] = []
+    unshared = False
     names = list(inspect.signature(kernel.py_func).parameters)
     for number, case in enumerate(cases, 1):
         status, message, found = _run_case(puzzle, kernel, case, rng, target)
@@ -62,9 +64,13 @@ def handle(request: dict) -> dict:
         if status != Status.OK:
             return answer(status, f"{case.describe(names)}: {message}", case=f"case {number} of {len(cases)}",
                           cases=number)
-        violations += found
+        unshared |= NO_SHARED_MEMORY in found
+        if found := [v for v in found if v != NO_SHARED_MEMORY]:
+            violations.append(f"case {number} of {len(cases)} ({case.describe(names)}): " + "; ".join(found))
+    if unshared:
+        violations.append(NO_SHARED_MEMORY)
     if violations:
-        return answer(Status.LIMITS, "over the access limits: " + "; ".join(violations), cases=len(cases))
+        return answer(Status.LIMITS, "; ".join(violations), cases=len(cases))
     return answer(Status.OK, cases=len(cases))
 
 
@@ -225,9 +231,11 @@ def _limit_violations(puzzle: Puzzle, case: Case, log: AccessLog) -> list[str]:
             found.append(f"blockIdx {block} made {n} global writes; the limit is {limits.block_writes} "
                          "per block")
     if limits.shared_memory and not any(s._allocations for s in _shared_arrays):
-        found.append("the kernel never allocates shared memory (cuda.shared.array); this puzzle asks "
-                     "for it")
+        found.append(NO_SHARED_MEMORY)
     return found
+
+
+NO_SHARED_MEMORY = "the kernel never allocates shared memory (cuda.shared.array); this puzzle asks for it"
 
 
 class _PoisoningNumpy:

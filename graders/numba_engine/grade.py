@@ -3,6 +3,8 @@ public part of each graded cell: they raise when the public check fails, so ``nb
 ``grade_correctness`` and ``grade_limits`` (the hidden tests, see `graders.hidden_tests`: during ``nbgrader
 autograde`` the trusted grader calls them with the kernel parsed from the submitted file).
 
+Every message names the puzzle by its title, as the notebook's heading does.
+
 Each call sends the kernel's source to a fresh child process (see `graders.sandbox.run`) with a wall-clock
 limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A failed hidden test
 raises `PuzzleFailed` with a message the student can act on; nbgrader scores the cell 0. A passed one
@@ -200,30 +202,32 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
 def grade_correctness(puzzle_id: str, kernel) -> None:
     """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`. On the GPU also
     `checked_beyond_the_gpu`."""
+    title = catalogue.get(puzzle_id).title
     run = _run(puzzle_id, kernel, "hidden", target())
     if run.target == "gpu" and run.status in CORRECT:
         run = checked_beyond_the_gpu(puzzle_id, kernel, run)
     publish(run)
     if run.status not in CORRECT:
-        raise PuzzleFailed(f"{puzzle_id}: {run.failure_line()}")
-    print(f"{puzzle_id}: correct on {run.cases} hidden cases, run on {target_name(run.target)}")
+        raise PuzzleFailed(f"{title}: {_failure(run)}")
+    print(f"{title}: correct on {run.cases} hidden cases, run on {target_name(run.target)}")
 
 
 @hidden_test
 def grade_limits(puzzle_id: str, kernel) -> None:
     """Hidden test: a correct kernel within the puzzle's access limits, or `PuzzleFailed`."""
+    puzzle = catalogue.get(puzzle_id)
     run = _limits_run(puzzle_id, kernel, "hidden")
     publish(run)
     if run.status not in CORRECT:
-        raise PuzzleFailed(f"{puzzle_id}: access limits are graded once the kernel is correct: "
-                           f"{run.failure_line()}")
+        raise PuzzleFailed(f"{puzzle.title}: access limits are graded once the kernel is correct: {_failure(run)}")
     if not run.ok:
-        raise PuzzleFailed(f"{puzzle_id}: {run.failure_line()}")
-    print(f"{puzzle_id}: within the access limits ({catalogue.get(puzzle_id).limits.describe()})")
+        raise PuzzleFailed(f"{puzzle.title}: {run.failure_line()}")
+    print(f"{puzzle.title}: within the access limits ({puzzle.limits.describe()})")
 
 
 def _failure(run: GradeResult) -> str:
-    """What the student reads about a failed public run: one line, without a case for an untouched stub."""
+    """What the student reads about a failed run: one line; for an untouched stub only that it is not written
+    yet (no case, no seed: it fails on any input)."""
     return run.message if run.message == NOT_WRITTEN else run.failure_line()
 
 

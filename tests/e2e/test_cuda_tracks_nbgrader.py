@@ -39,7 +39,7 @@ def test_every_released_stub_compiles_and_its_check_says_not_written_yet(course,
         check_compiles(course.assignment, kernel_id, namespace[f"{kernel_id}_src"], **launch)
         capsys.readouterr()
         check(course.assignment, kernel_id, namespace[f"{kernel_id}_src"], **launch)
-        assert capsys.readouterr().out == f"{kernel_id}: not written yet (its body is still the stub's comment)\n"
+        assert capsys.readouterr().out == f"✗ {kernel_id}: not written yet (its body is still the stub's comment)\n"
 
 
 def test_autograde_without_a_gpu_stops_and_records_no_scores(course, monkeypatch):

@@ -108,7 +108,7 @@ def test_untouched_cuda_stub_check_cells_print_one_line_and_no_traceback(courses
         kernel = cell.metadata.nbgrader["grade_id"].removesuffix("_check")
         assert {(o.output_type, o.get("name")) for o in cell.outputs} == {("stream", "stdout")}, cell.outputs
         text = "".join(o.text for o in cell.outputs)
-        assert text == f"{kernel}: not written yet (its body is still the stub's comment)\n"
+        assert text == f"✗ {kernel}: not written yet (its body is still the stub's comment)\n"
     for cell in (c for c in release.cells if is_grade(c)):   # the graded cells' public test: the same line
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
         assert error.ename == "KernelFailed" and len(error.traceback) == 1, error

@@ -349,13 +349,13 @@ BROKEN = NAIVE + "\nint broken = undefined_name;\n"
 
 def test_the_check_cell_says_not_written_yet_for_the_stub(capsys):
     grade.check("transpose", "naive", STUB)
-    assert capsys.readouterr().out == "naive: not written yet (its body is still the stub's comment)\n"
+    assert capsys.readouterr().out == "✗ naive: not written yet (its body is still the stub's comment)\n"
 
 
 def test_the_check_cell_prints_the_compile_error_and_never_raises(capsys):
     grade.check("transpose", "naive", BROKEN)
     out = capsys.readouterr().out
-    assert out.startswith("naive: ") and "error" in out and out.count("\n") >= 1
+    assert out.startswith("✗ naive: ") and "error" in out and out.count("\n") >= 1
 
 
 def test_the_check_cell_prints_the_launch(capsys, monkeypatch):

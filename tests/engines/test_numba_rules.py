@@ -53,8 +53,14 @@ def submitted(puzzle: Puzzle, cell: str) -> SubmittedKernel:
     return SubmittedKernel(kernel_source_from_cell(cell, puzzle.kernel_name), puzzle.kernel_name)
 
 
-def over_limits(parts: list[str]) -> str:
-    return "over the access limits: " + "; ".join(parts)
+def over_limits(puzzle: Puzzle, parts: list[list[str]], mode: str = "hidden", shared_missing: bool = False) -> str:
+    """The message of a kernel over the access limits: ``parts[k]``, what case k + 1 of the ``mode`` cases was over
+    (if anything), after the case's number and launch; then the missing shared memory, once."""
+    cases = puzzle.cases(mode)
+    assert len(parts) == len(cases)
+    clauses = [f"case {n} of {len(cases)} ({case.describe(parameters(puzzle))}): " + "; ".join(found)
+               for n, (case, found) in enumerate(zip(cases, parts), 1) if found]
+    return "; ".join(clauses + [SHARED_MISSING] * shared_missing)
 
 
 def at_solution(cell: str, code: str) -> str:
@@ -136,14 +142,14 @@ def test_reference_is_at_its_read_and_write_limits_and_one_access_more_is_over(p
 
     run = grade(puzzle, padded(puzzle, reads=1))
     assert run.status == Status.LIMITS and run.cases == len(cases)
-    assert run.message == over_limits([thread_over("reads", r + 1, limit)
-                                       for (r, _), limit in zip(used, read_limits) if r == limit])
+    assert run.message == over_limits(puzzle, [[thread_over("reads", r + 1, limit)] if r == limit else []
+                                               for (r, _), limit in zip(used, read_limits)])
 
     run = grade(puzzle, padded(puzzle, writes=1))
     parts = [thread_over("writes", write_limit + 1, write_limit)]
     if block_limit is not None:
         parts.append(block_over(block_limit + 1, block_limit))
-    assert run.status == Status.LIMITS and run.message == over_limits(parts * len(cases))
+    assert run.status == Status.LIMITS and run.message == over_limits(puzzle, [parts] * len(cases))
 
 
 def test_a_read_limit_that_changes_with_the_case_is_reached_in_every_case():
@@ -194,8 +200,8 @@ def test_every_thread_at_its_limit_passes_and_one_more_access_each_fails(puzzle_
 
     run = grade(puzzle, EVERY_THREAD[puzzle_id].format(**counts | {what: limit + 1}))
     assert run.status == Status.LIMITS
-    assert any_thread(run.message) == over_limits([
-        thread_over(what, limit + 1, limit, threads=math.prod(c.out), who="?", block="?")
+    assert any_thread(run.message) == over_limits(puzzle, [
+        [thread_over(what, limit + 1, limit, threads=math.prod(c.out), who="?", block="?")]
         for c in puzzle.cases("hidden")])
 
 
@@ -215,7 +221,7 @@ def test_block_at_its_write_limit_passes_and_one_write_more_fails(puzzle):
     assert grade(puzzle, writers(limit)).ok
     run = grade(puzzle, writers(limit + 1))
     assert run.status == Status.LIMITS
-    assert run.message == over_limits([block_over(limit + 1, limit)] * len(puzzle.cases("hidden")))
+    assert run.message == over_limits(puzzle, [[block_over(limit + 1, limit)]] * len(puzzle.cases("hidden")))
 
 
 # --- shared memory --------------------------------------------------------------------------------------
@@ -238,7 +244,7 @@ def test_shared_memory_is_required_only_where_the_puzzle_asks_for_it(puzzle_id):
         assert run.ok, run.failure_line()
         return
     assert run.status == Status.LIMITS
-    assert run.message == over_limits([SHARED_MISSING] * len(puzzle.cases("hidden")))
+    assert run.message == SHARED_MISSING   # once, not once per case
     assert grade(puzzle, REFERENCE[puzzle.id]).ok
 
 
@@ -283,7 +289,8 @@ def test_accesses_inside_print_count_like_any_other_and_the_message_says_so(form
     parts = [printed_over("reads", 1 + reads, 1, reads)]
     if writes:
         parts.append(printed_over("writes", 1 + writes, 1, writes))
-    assert run.status == Status.LIMITS and run.message == over_limits(parts * len(pooling.cases("hidden")))
+    assert run.status == Status.LIMITS
+    assert run.message == over_limits(pooling, [parts] * len(pooling.cases("hidden")))
 
 
 def test_printing_a_thread_index_or_a_local_value_is_no_access():
@@ -418,7 +425,7 @@ def test_wrong_kernel_is_reported_wrong_not_over_the_limits(monkeypatch, capsys)
     assert run.status == Status.INCORRECT and "over the access limits" not in run.message
     kernel = submitted(map_, cell)
     with pytest.raises(PuzzleFailed, match=re.escape(
-            f"map: access limits are graded once the kernel is correct: case 1 of 3 (hidden, seed {SEED}): "
+            f"Map: access limits are graded once the kernel is correct: case 1 of 3 (hidden, seed {SEED}): "
             f"{map_.cases('hidden')[0].describe(parameters(map_))}: out[")):
         grade_limits("map", kernel)
     check("map", kernel)
@@ -431,15 +438,16 @@ def test_correct_kernel_over_the_limits_passes_correctness_and_fails_limits(monk
     blocks = catalogue.get("blocks")
     kernel = submitted(blocks, EVERY_THREAD["blocks"].format(reads=2, writes=1))
     grade_correctness("blocks", kernel)
-    assert capsys.readouterr().out == "blocks: correct on 3 hidden cases, run on the simulator\n"
+    assert capsys.readouterr().out == "Blocks: correct on 3 hidden cases, run on the simulator\n"
     with pytest.raises(PuzzleFailed) as failed:
         grade_limits("blocks", kernel)
-    assert any_thread(str(failed.value)) == f"blocks: limits (hidden, seed {SEED}): " + over_limits([
-        thread_over("reads", 2, 1, threads=c.out[0], who="?", block="?") for c in blocks.cases("hidden")])
+    assert any_thread(str(failed.value)) == f"Blocks: access limits (hidden, seed {SEED}): " + over_limits(blocks, [
+        [thread_over("reads", 2, 1, threads=c.out[0], who="?", block="?")] for c in blocks.cases("hidden")])
     check("blocks", kernel)
     assert any_thread(capsys.readouterr().out).splitlines() == [
         "✓ Blocks: correct on the 1 public case(s) (the simulator)",
-        "✗ limits (public): " + over_limits([thread_over("reads", 2, 1, threads=9, who="?", block="?")])]
+        "✗ access limits (public): " + over_limits(
+            blocks, [[thread_over("reads", 2, 1, threads=9, who="?", block="?")]], mode="public")]
 
 
 def test_missing_shared_memory_is_named_by_the_hidden_test(monkeypatch):
@@ -447,7 +455,7 @@ def test_missing_shared_memory_is_named_by_the_hidden_test(monkeypatch):
     monkeypatch.setenv("WORKSHOP_SEED", str(SEED))
     kernel = submitted(catalogue.get("shared"), WITHOUT_SHARED.format(name="shared_kernel"))
     with pytest.raises(PuzzleFailed, match=re.escape(
-            f"shared: limits (hidden, seed {SEED}): {over_limits([SHARED_MISSING] * 2)}")):
+            f"Shared: access limits (hidden, seed {SEED}): {SHARED_MISSING}")):
         grade_limits("shared", kernel)
 
 
@@ -461,7 +469,7 @@ def test_kernel_within_the_limits_is_told_which_limits_it_met(puzzle_id, limits,
     puzzle = catalogue.get(puzzle_id)
     kernel = submitted(puzzle, strip_solution_markers(REFERENCE[puzzle_id]))
     grade_limits(puzzle_id, kernel)
-    assert capsys.readouterr().out == f"{puzzle_id}: within the access limits ({limits})\n"
+    assert capsys.readouterr().out == f"{puzzle.title}: within the access limits ({limits})\n"
     check(puzzle_id, kernel)
     assert capsys.readouterr().out.splitlines() == [
         f"✓ {puzzle.title}: correct on the {len(puzzle.cases('public'))} public case(s) (the simulator)",

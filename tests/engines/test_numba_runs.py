@@ -51,7 +51,7 @@ def children(monkeypatch):
 def test_an_outcome_of_the_machine_is_never_replayed_the_next_call_runs_a_child_again(children, status):
     """A timeout under load in one student's grading is not the grade of the next student's identical kernel."""
     children["outcomes"] = [lambda request: NOT_ANSWERED[status], answered]
-    with pytest.raises(grade.PuzzleFailed, match=f"map: {status} "):
+    with pytest.raises(grade.PuzzleFailed, match=f"^Map: {status} "):
         grade.grade_correctness("map", KERNEL)
     grade.grade_correctness("map", KERNEL)
     grade.grade_limits("map", KERNEL)

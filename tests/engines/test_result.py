@@ -170,5 +170,5 @@ def test_a_failed_hidden_case_is_reproduced_exactly_from_the_seed_in_its_message
     assert failure() == first
     puzzle = catalogue.get("map")
     a, = puzzle.make_inputs(puzzle.cases("hidden")[0], np.random.default_rng(seed))
-    assert first.startswith(f"map: case 1 of {len(puzzle.cases('hidden'))} (hidden, seed {seed}): ")
+    assert first.startswith(f"Map: case 1 of {len(puzzle.cases('hidden'))} (hidden, seed {seed}): ")
     assert f"out[0] = {a[0]:g}, expected {a[0] + 10:g}" in first

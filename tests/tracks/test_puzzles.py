@@ -53,7 +53,7 @@ def test_hard_coded_answer_passes_the_self_check_but_not_the_hidden_test(capsys)
     kernel = run_cells(source)["map_kernel"]
     check("map", kernel)
     assert capsys.readouterr().out.startswith("✓ Map: correct on the 1 public case(s)")
-    with pytest.raises(PuzzleFailed, match=r"map: case .*: out\[\d\] = .*, expected"):
+    with pytest.raises(PuzzleFailed, match=r"^Map: case .*: out\[\d\] = .*, expected"):
         grade_correctness("map", kernel)
 
 
@@ -69,9 +69,14 @@ STUB = ("@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n   
 
 
 def test_untouched_stub_scores_zero_and_is_not_written_yet_in_one_line(capsys):
+    """The same line everywhere, with no case and no seed: a stub fails on any input."""
     kernel = run_cells(STUB)["map_kernel"]
-    with pytest.raises(PuzzleFailed, match=r"map: kernel_error \(hidden, seed \d+\): " + re.escape(NOT_WRITTEN)):
+    with pytest.raises(PuzzleFailed) as hidden:
         grade_correctness("map", kernel)
+    assert str(hidden.value) == f"Map: {NOT_WRITTEN}"
+    with pytest.raises(PuzzleFailed) as hidden:
+        grade_limits("map", kernel)
+    assert str(hidden.value) == f"Map: access limits are graded once the kernel is correct: {NOT_WRITTEN}"
     check("map", kernel)
     assert capsys.readouterr().out == f"✗ Map: {NOT_WRITTEN}\n"
     with pytest.raises(PuzzleFailed) as failed:
@@ -95,8 +100,9 @@ def test_graded_cells_public_tests_pass_a_correct_kernel_and_name_a_wrong_one(ca
         assert_correct("zip", run_cells(source)["zip_kernel"])
     (_, source), = read_cells(SOLUTIONS / "wrong" / "pooling_global_reads.py").items()
     assert_correct("pooling", run_cells(source)["pool_kernel"])
-    with pytest.raises(PuzzleFailed, match=r"^Pooling: limits \(public\): over the access limits: threadIdx \(\d+, "
-                                           r"0, 0\) of blockIdx \(0, 0, 0\) made 3 global reads; the limit is 1"):
+    with pytest.raises(PuzzleFailed, match=r"^Pooling: access limits \(public\): case 1 of 1 \(a\[8\]; size = 8; "
+                                           r"<<<1, 8>>>\): threadIdx \(\d+, 0, 0\) of blockIdx \(0, 0, 0\) made 3 "
+                                           r"global reads; the limit is 1"):
         assert_within_limits("pooling", run_cells(source)["pool_kernel"])
 
 

@@ -107,6 +107,24 @@ def test_solution_cells_hold_the_reference(track):
         assert is_locked(cells[f"{gid}_check"]), f"{gid}: no read-only self-check cell"
 
 
+@by_name
+def test_a_check_cell_run_before_its_kernels_cell_says_which_cell_to_run(track, capsys):
+    """After the setup cell but before the kernel's own cell, each check cell prints one line naming what that
+    cell defines (the kernel, its source), as its check's own lines begin (the puzzle's title, the kernel's id),
+    not a NameError."""
+    cells = _cells(track)
+    if track.engine == "numba":
+        kernels = {p.id: (p.title, p.kernel_name) for p in track.problem_module().PUZZLES}
+    else:
+        kernels = {kid: (kid, f"{kid}_src") for kid in load_spec(track.name).kernels}
+    namespace: dict = {}
+    exec(cells["setup"].source, namespace)
+    capsys.readouterr()
+    for gid, (label, name) in kernels.items():
+        exec(cells[f"{gid}_check"].source, namespace)
+        assert capsys.readouterr().out == f"✗ {label}: {name} is not defined: run the cell that defines {name} first\n"
+
+
 @pytest.mark.slow
 @by_name
 def test_release_holds_no_solution_and_no_hidden_test(track, released):

@@ -78,5 +78,6 @@ def build() -> nbformat.NotebookNode:
              nb.locked(nb.numba_setup(_setup(reference["setup"])), "setup")]
     for p in TRACK.problem_module().PUZZLES:
         cells += [nb.markdown(_statement(p, reference[p.id])), nb.solution(reference[p.id], p.id),
-                  nb.locked(f"check({p.id!r}, {p.kernel_name})", f"{p.id}_check"), *_graded_tests(p, points)]
+                  nb.check_cell(f"check({p.id!r}, {p.kernel_name})", f"{p.id}_check", p.title),
+                  *_graded_tests(p, points)]
     return nb.notebook(cells)
