@@ -24,13 +24,15 @@ run time (`SandboxedExecute`), a hidden test's printed report and error text, an
 (`StartTrustedGrading.time_limit`).
 
 A GPU-only assignment autograded without a GPU, or any assignment on a machine without the sandbox, stops
-the submission with a line in nbgrader's log; nothing is recorded for it.
+``nbgrader autograde`` before it touches a submission, with one line in its log and exit status 1
+(`BoundedNotebookExporter`): nothing is recorded, nothing is written to ``autograded/``.
 """
 from __future__ import annotations
 
 import io
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -49,6 +51,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader import utils
 from nbgrader.api import Gradebook
+from nbgrader.converters import Autograde, NbGraderException
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets import Integer
@@ -394,10 +397,6 @@ class StartTrustedGrading(NbGraderPreprocessor):
     time_limit = Integer(1800, config=True, help="seconds one submission's hidden tests may take, from their start")
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        assignment = resources["nbgrader"]["assignment"]
-        track = tracks.find(assignment)
-        if track is not None and track.requires_gpu:
-            require_gpu(f"Autograding {assignment}")   # before anything runs: no zeros recorded
         enter_trusted_grader()
         self._report_extra_files(resources)
         refused = resources.get(REFUSED, "")
@@ -436,6 +435,27 @@ class TrustedGrades(NbGraderPreprocessor):
         return nb, resources
 
 
+def cannot_grade_here(assignments: list[str]) -> str:
+    """Why this machine cannot grade any of ``assignments``, or "": one of them needs a GPU worker and there is no
+    GPU here, or student code cannot be sandboxed here. The line names the error's class, which a fleet worker
+    reads as its own fault (`workshop.fleet.isolated.INFRASTRUCTURE_MARKERS`)."""
+    try:
+        for assignment in assignments:
+            track = tracks.find(assignment)
+            if track is not None and track.requires_gpu:
+                require_gpu(f"Autograding {assignment}")
+        sandbox_argv(["true"])
+    except (NeedsGPUWorker, SandboxUnavailable) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _assignments(converter: Autograde) -> list[str]:
+    """The assignments of the submissions ``nbgrader autograde`` found (``converter.assignments``, by folder)."""
+    folder = converter._format_source("(?P<assignment_id>.*)", "(?P<student_id>.*)", escape=True)
+    return sorted({m["assignment_id"] for path in converter.assignments if (m := re.match(folder, path))})
+
+
 class BoundedNotebookExporter(NotebookExporter):
     """nbgrader's notebook exporter, with the submission's caps checked before its file is parsed
     (`graders.submission.file_problem`) and before anything reads its cells (`notebook_problem`). Configured as
@@ -445,11 +465,20 @@ class BoundedNotebookExporter(NotebookExporter):
     cell nbgrader keeps there, as released: solutions as their stubs, hidden tests cleared), so no course file is
     needed (a fleet worker has none); it is not run, and every graded cell scores 0 with the cap's message
     (`REFUSED` in the resources). nbgrader reads each notebook twice, the submitted file and then what that first
-    pass wrote; the second pass learns the refusal from the first."""
+    pass wrote; the second pass learns the refusal from the first.
+
+    nbgrader's autograde makes it once, before it touches any submission: where this machine cannot grade what the
+    command would grade (`cannot_grade_here`), it stops the command there, with one line in the log and exit
+    status 1. Past that point nbgrader would add each submission to the gradebook, ungraded (formgrader counts
+    it), and log a traceback when the grading stops."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._first_pass: dict[tuple[str, str, str], str] = {}   # (student, assignment, notebook) -> why refused
+        if isinstance(self.parent, Autograde):
+            if why := cannot_grade_here(_assignments(self.parent)):
+                self.log.error("%s", why)
+                raise NbGraderException(why)
 
     def from_file(self, file_stream, resources=None, **kw):
         ids = resources["nbgrader"]
