@@ -93,3 +93,5 @@ c.GenerateFeedback.preprocessors = [
     "gradebook.feedback.PerformanceFeedback",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# nbgrader's feedback page, its summary naming each graded cell ("Puzzle 1: Map — correct on ...", not "Test cell").
+c.GenerateFeedback.exporter_class = "gradebook.feedback.FeedbackExporter"

@@ -12,19 +12,32 @@ were timed (the tensor-core track's precision menu: bf16, fp16, TF32, fp8), a pr
 chart: per kernel its format, time, throughput, the baseline's throughput in that format, the ratio, its share
 of the instruction ceiling, and the largest errors its correct checks measured. All are ordinary notebook
 outputs, so nbgrader's HTML export embeds them (the chart as a PNG).
+
+`FeedbackExporter` (``GenerateFeedback.exporter_class``) writes nbgrader's feedback page with each graded cell
+named in its summary (`cell_names`: "Puzzle 1: Map — correct on fresh inputs and more sizes", where nbgrader writes
+"Test cell").
 """
 from __future__ import annotations
 
 import base64
 import html
 import io
+import re
+from pathlib import Path
 
+import nbgrader
+from jinja2 import FileSystemLoader, PrefixLoader
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
-from traitlets import Bool
+from traitlets import Bool, default
 
 from graders.autograde import graded_cells, stored_results
+from graders.notebook import graded_what
+
+TEMPLATES = Path(__file__).parent / "templates"
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
 
 
 def timed_results(cell: NotebookNode) -> list[dict]:
@@ -154,3 +167,47 @@ class PerformanceFeedback(Preprocessor):
             timed[-1][0].outputs.append(new_output("display_data", data={
                 "text/html": precision_table(formats), "text/plain": "your kernels by number format"}))
         return nb, resources
+
+
+def cell_names(nb: NotebookNode) -> dict[str, str]:
+    """Each graded cell's name, by grade_id: the heading it is under (its first sentence: the puzzle, the step) and
+    what it grades (`graders.notebook.graded_what`), e.g. "Puzzle 1: Map — correct on fresh inputs and more
+    sizes"."""
+    graded = {id(cell) for cell in graded_cells(nb)}
+    names, heading = {}, ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heading = _last_heading(cell.source) or heading
+        elif id(cell) in graded and (parts := [p for p in (heading, graded_what(cell.source)) if p]):
+            names[cell.metadata.nbgrader.grade_id] = " — ".join(parts)
+    return names
+
+
+def _last_heading(markdown: str) -> str:
+    """The last heading of a markdown cell, up to the end of its first sentence (after a step's number)."""
+    headings = [line.lstrip("#").strip() for line in markdown.splitlines() if line.startswith("#")]
+    if not headings:
+        return ""
+    number, text = re.fullmatch(r"(\d+\.\s+)?(.*)", headings[-1]).groups()
+    sentence = re.match(r"(.*?)\.(?:\s|$)", text)
+    return (number or "") + (sentence[1] if sentence else text)
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback page (its template, ``HTMLExporter.template_name = "feedback"``, as nbgrader sets it),
+    whose summary names each graded cell (`cell_names`) through ``templates/feedback.html.j2``, which extends
+    nbgrader's. Configured as ``GenerateFeedback.exporter_class``, so both ``nbgrader generate_feedback`` and
+    formgrader's feedback button write it."""
+
+    @default("extra_loaders")
+    def _loaders(self) -> list:
+        return [FileSystemLoader(str(TEMPLATES)), PrefixLoader({"nbgrader": FileSystemLoader(str(NBGRADER_TEMPLATES))})]
+
+    @default("template_file")
+    def _template_file(self) -> str:
+        return "feedback.html.j2"
+
+    def from_notebook_node(self, nb: NotebookNode, resources: dict | None = None, **kw):
+        resources = {} if resources is None else resources
+        resources["workshop_cell_names"] = cell_names(nb)
+        return super().from_notebook_node(nb, resources, **kw)

@@ -60,7 +60,7 @@ from graders import tracks
 from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
-from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader
+from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader, wrapped
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.result import collect
 from graders.sandbox.capped_output import CappedText, shorten
@@ -360,11 +360,14 @@ def _hidden_call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:
 
 def _outputs(text: str, *, points: float | None = None, error: Exception | None = None) -> list[NotebookNode]:
     """A graded cell's outputs as nbgrader reads them: an error scores 0, a number is partial credit. The error's
-    text is capped at `MAX_ERROR_CHARS`."""
-    outputs = [new_output("stream", name="stdout", text=text)] if text else []
+    text is capped at `MAX_ERROR_CHARS`. What formgrader and the feedback show, the printed report and the error's
+    traceback, has its long lines wrapped as ``nbgrader validate`` shows them (`graders.hidden_tests.wrapped`);
+    the error's value is the message as it is, for the autograde log and the exports."""
+    report = "".join(f"{line}\n" for line in wrapped(text))
+    outputs = [new_output("stream", name="stdout", text=report)] if report else []
     if error is not None:
         name, text = type(error).__name__, shorten(str(error), MAX_ERROR_CHARS, "an error's text")
-        outputs.append(new_output("error", ename=name, evalue=text, traceback=[f"{name}: {text}"]))
+        outputs.append(new_output("error", ename=name, evalue=text, traceback=wrapped(f"{name}: {text}")))
     elif points is not None:
         outputs.append(new_output("execute_result", data={"text/plain": repr(float(points))},
                                   execution_count=None))

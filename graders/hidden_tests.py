@@ -50,14 +50,28 @@ def _refusing_stubs(function: Callable) -> Callable:
 NOT_WRITTEN = "the kernel is not written yet (its body is still the stub's comment)"
 
 
+LINE_WIDTH = 83   # of a message's line, wherever it is shown: ``nbgrader validate`` shows 83 characters of one
+
+
+def wrapped(text: str) -> list[str]:
+    """``text``'s lines, each one longer than `LINE_WIDTH` wrapped at spaces (a longer word is split) with its
+    continuation indented: how a failure reads in ``nbgrader validate``, formgrader and the feedback, whose pages
+    show an output's line unwrapped, cut off at the page's edge."""
+    def parts(line: str) -> list[str]:
+        if len(line) <= LINE_WIDTH:
+            return [line]
+        return textwrap.wrap(line, LINE_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+
+    return [part for line in text.splitlines() for part in parts(line)]
+
+
 class TestFailed(AssertionError):
     """A test about the student's kernel failed; the message says why. IPython shows it as this one message,
     not as a traceback into the grader (``_render_traceback_``)."""
 
     def _render_traceback_(self) -> list[str]:
-        """The message's lines, long ones wrapped (``nbgrader validate`` shows 83 characters of a line)."""
-        lines = f"{type(self).__name__}: {self}".splitlines()
-        return [part for line in lines for part in textwrap.wrap(line, 83, subsequent_indent="    ") or [line]]
+        """The message's lines, long ones wrapped (`wrapped`)."""
+        return wrapped(f"{type(self).__name__}: {self}")
 
 
 RUN_ALONE: set[str] = set()      # hidden tests that time kernels: never run beside another one

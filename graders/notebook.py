@@ -64,6 +64,16 @@ def check_cell(call: str, grade_id: str, label: str) -> nbformat.NotebookNode:
     return locked(source, grade_id)
 
 
+GRADED_LINE = re.compile(r"# Graded \([^)]*\): (.*?)\.?")   # a graded cell's first line (`graded_test`)
+
+
+def graded_what(source: str) -> str:
+    """What a graded cell grades, read back from its first line (`graded_test`): "correct on fresh inputs and more
+    sizes"; "" for a cell without that line."""
+    found = GRADED_LINE.fullmatch(source.split("\n", 1)[0])
+    return found[1] if found else ""
+
+
 def graded_test(public: str, call: str, grade_id: str, points: float, what: str) -> nbformat.NotebookNode:
     """A graded cell: the ``public`` test, which the student sees and which raises when it fails (so
     ``nbgrader validate`` fails), then one call to a registered hidden test (`graders.hidden_tests`) between

@@ -55,3 +55,6 @@ def test_nbgrader_feedback_runs_the_performance_preprocessor(course, graded):
     nbgrader(course.root, "generate_feedback", "puzzles", "--student", "forger")
     page = (course.root / "feedback" / "forger" / "puzzles" / "puzzles.html").read_text()
     assert "zip" in page and "workshop-timing" not in page and 'src="data:image/png' not in page
+    # its summary names each graded cell (gradebook.feedback.FeedbackExporter), where nbgrader's says "Test cell"
+    assert '<a href="#zip_correct">Puzzle 2: Zip — correct on fresh inputs and more sizes</a>' in page
+    assert "Test cell" not in page

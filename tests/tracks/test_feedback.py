@@ -1,5 +1,6 @@
 """Feedback with the numbers: the timing table under each timed kernel's cell and the ladder's chart, from the
-results the trusted grader stored, through nbconvert's HTML export as ``nbgrader generate_feedback`` runs it."""
+results the trusted grader stored, through nbconvert's HTML export as ``nbgrader generate_feedback`` runs it; and
+the page's summary, naming each graded cell."""
 from __future__ import annotations
 
 import logging
@@ -9,8 +10,9 @@ from nbconvert import HTMLExporter
 from nbformat.v4 import new_code_cell, new_notebook
 from timed_results import SPEC, graded_cell, timed
 
-from gradebook.feedback import PerformanceFeedback
-from graders.autograde import RESULTS_KEY
+from gradebook.feedback import PerformanceFeedback, cell_names
+from graders import tracks
+from graders.autograde import RESULTS_KEY, graded_cells
 from graders.result import GradeResult, Status
 
 
@@ -115,3 +117,20 @@ def test_the_html_exporters_settings_are_recognized(caplog):
         preprocessor = PerformanceFeedback(config=config)
     assert preprocessor.enabled and not caplog.records
     assert preprocessor.display_data_priority == config.NbConvertBase.display_data_priority
+
+
+def test_the_summary_names_each_graded_cell_by_its_heading_and_what_it_grades():
+    """nbgrader's summary says "Test cell" for each; the feedback's names the puzzle or step (a heading's first
+    sentence) and what the cell grades, for every graded cell of every track."""
+    for track in tracks.all_tracks():
+        nb = nbformat.read(str(track.notebook_path), as_version=4)
+        names = cell_names(nb)
+        assert set(names) == {c.metadata.nbgrader.grade_id for c in graded_cells(nb)}, track.name
+    puzzles = cell_names(nbformat.read(str(tracks.get("puzzles").notebook_path), as_version=4))
+    assert puzzles["guard_correct"] == "Puzzle 3: Guards — correct on fresh inputs and more sizes"
+    assert puzzles["guard_limits"] == "Puzzle 3: Guards — within the access limits"
+    tensorcores = cell_names(nbformat.read(str(tracks.get("tensorcores").notebook_path), as_version=4))
+    assert tensorcores["mma_score"] == "3. Mma.sync and ldmatrix — correctness and speed, on the GPU worker"
+    assert tensorcores["warptiling_sass"] == ("6. Warp tiling, and a main loop with nothing in it but the work — "
+                                              "structure")   # its heading is a paragraph: its first sentence
+
