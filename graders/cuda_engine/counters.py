@@ -9,17 +9,21 @@ and that reference, each launched once at the kernel's ``perf_shape`` in a sandb
 (`graders.cuda_engine.launch_child`) wrapped in ``ncu`` (only the named kernel is profiled), and says whether
 the student's count is at most ``at_most`` x the reference's.
 
-On a GPU worker ncu is required (found by `graders.cuda_engine.sass.find_tool`: ``WORKSHOP_NCU``, else
-``PATH``, else the CUDA toolkit); without it grading stops with `ProfilerMissing`.
+On a GPU worker ncu is required (`ncu_binary`: found by `graders.cuda_engine.sass.find_tool`, ``WORKSHOP_NCU``,
+else ``PATH``, else the CUDA toolkit); without it grading stops with `ProfilerMissing`.
 """
 from __future__ import annotations
 
 import csv
+import os
+from pathlib import Path
 
 from graders.cuda_engine.sass import find_tool
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec
 from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
+
+NSIGHT_COMPUTE_HOME = "/opt/nvidia/nsight-compute"   # one folder per version
 
 # a counter's name in specs: the ncu metrics summed for it, and what it is called in messages
 METRICS = {
@@ -75,9 +79,29 @@ def parse_csv(text: str, metrics) -> dict[str, dict[str, int]]:
     return counts
 
 
+def ncu_binary() -> Path | None:
+    """Nsight Compute's own ``ncu``: where the one found is the CUDA toolkit's launcher script (``bin/ncu`` runs the
+    ncu installed beside the toolkit or under /opt/nvidia), the program it runs. A sandbox shows the folder of the
+    program a child runs under, so it must be the program, not a script that looks elsewhere."""
+    found = find_tool("ncu")
+    if found is None:
+        return None
+    try:
+        with open(found, "rb") as f:
+            if f.read(2) != b"#!":
+                return found
+    except OSError:
+        return found
+    toolkit = found.resolve().parent.parent
+    candidates = [*sorted(Path(NSIGHT_COMPUTE_HOME).glob("*/ncu")),
+                  *sorted(toolkit.glob("nsight-compute*/ncu"))]   # last: the toolkit's own, newest
+    programs = [c for c in candidates if c.is_file() and os.access(c, os.X_OK)]
+    return programs[-1] if programs else found
+
+
 def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int:
     """``metric`` (a name of `METRICS`) of one launch of ``function``, as the child ``request`` launches it."""
-    binary = find_tool("ncu")
+    binary = ncu_binary()
     if binary is None:
         raise ProfilerMissing("Nsight Compute (ncu) was not found on this GPU worker: install it or set WORKSHOP_NCU")
     names = METRICS[metric][0]

@@ -33,7 +33,6 @@ from graders.cuda_engine.compile import global_memory
 
 TOOL_TIMEOUT_S = 60
 CUDA_HOMES = ("/usr/local/cuda/bin", "/usr/local/cuda-13.0/bin", "/opt/nvidia/cuda/bin")
-NSIGHT_COMPUTE_HOME = "/opt/nvidia/nsight-compute"   # one folder per version
 
 
 class SassToolMissing(RuntimeError):
@@ -41,8 +40,7 @@ class SassToolMissing(RuntimeError):
 
 
 def find_tool(name: str) -> Path | None:
-    """A CUDA tool (``cuobjdump``, ``nvdisasm``, ``compute-sanitizer``, ``ncu``): the env override, the pip wheel,
-    PATH, then the CUDA toolkit; the program itself where that is a launcher script (`_launched_binary`)."""
+    """``cuobjdump`` or ``nvdisasm``: the env override, the pip wheel, PATH, then the CUDA toolkit."""
     override = settings.tool_override(name)
     if override:
         return Path(override) if Path(override).is_file() else None
@@ -52,29 +50,12 @@ def find_tool(name: str) -> Path | None:
             return candidate
     found = shutil.which(name)
     if found:
-        return _launched_binary(Path(found))
+        return Path(found)
     for home in CUDA_HOMES:
         candidate = Path(home) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
-            return _launched_binary(candidate)
+            return candidate
     return None
-
-
-def _launched_binary(tool: Path) -> Path:
-    """The binary a toolkit's launcher script runs (the toolkit's ``bin/ncu`` runs Nsight Compute's own ``ncu``,
-    installed beside the toolkit or under /opt/nvidia), else ``tool``: a sandbox shows the folder of the program
-    it runs, so it must be the program and not a script that looks elsewhere."""
-    try:
-        with open(tool, "rb") as f:
-            if f.read(2) != b"#!":
-                return tool
-    except OSError:
-        return tool
-    toolkit = tool.resolve().parent.parent
-    candidates = [*sorted(Path(NSIGHT_COMPUTE_HOME).glob(f"*/{tool.name}")),
-                  *sorted(toolkit.glob(f"nsight-compute*/{tool.name}"))]   # last: the toolkit's own, newest
-    found = [c for c in candidates if c.is_file() and os.access(c, os.X_OK)]
-    return found[-1] if found else tool
 
 
 def _wheel_bin_dirs() -> list[Path]:

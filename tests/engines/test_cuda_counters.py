@@ -184,3 +184,25 @@ def test_a_counter_rule_is_checked_when_the_spec_is_read(tmp_path, counter, mess
         with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
                            .replace("]", r"\]")):
             load_spec(tmp_path / "spec.toml")
+
+
+def test_the_toolkits_launcher_script_leads_to_nsight_computes_own_ncu(monkeypatch, tmp_path):
+    """The toolkit's bin/ncu is a script that runs Nsight Compute's ncu beside the toolkit or under /opt/nvidia: the
+    program is what a child runs under (a sandbox shows the folder of what it runs, not where a script looks)."""
+    toolkit = tmp_path / "cuda"
+    (toolkit / "bin").mkdir(parents=True)
+    launcher = toolkit / "bin" / "ncu"
+    launcher.write_text("#!/bin/sh\n")
+    launcher.chmod(0o755)
+    monkeypatch.setattr(counters, "find_tool", lambda name: launcher)
+    monkeypatch.setattr(counters, "NSIGHT_COMPUTE_HOME", str(tmp_path / "opt-nvidia"))
+    assert counters.ncu_binary() == launcher             # nothing installed beside it yet
+    for program in (tmp_path / "opt-nvidia" / "2025.3.1" / "ncu", toolkit / "nsight-compute-2026.1" / "ncu"):
+        program.parent.mkdir(parents=True)
+        program.write_bytes(b"\x7fELF")
+        program.chmod(0o755)
+    assert counters.ncu_binary() == toolkit / "nsight-compute-2026.1" / "ncu"   # the toolkit's own first
+    (toolkit / "nsight-compute-2026.1" / "ncu").unlink()
+    assert counters.ncu_binary() == tmp_path / "opt-nvidia" / "2025.3.1" / "ncu"
+    monkeypatch.setattr(counters, "find_tool", lambda name: tmp_path / "opt-nvidia" / "2025.3.1" / "ncu")
+    assert counters.ncu_binary() == tmp_path / "opt-nvidia" / "2025.3.1" / "ncu"   # a program is itself

@@ -175,27 +175,6 @@ def test_only_an_executable_file_is_found(monkeypatch, no_tools, where):
     assert sass.find_tool("cuobjdump") == tool
 
 
-def test_a_launcher_script_leads_to_the_program_it_runs(monkeypatch, no_tools):
-    """The toolkit's bin/ncu is a script that runs Nsight Compute's ncu beside the toolkit or under /opt/nvidia:
-    the program is what is found (a sandbox shows the folder of what it runs)."""
-    toolkit = no_tools / "cuda"
-    (toolkit / "bin").mkdir(parents=True)
-    monkeypatch.setenv("PATH", str(toolkit / "bin"))
-    monkeypatch.setattr(sass, "NSIGHT_COMPUTE_HOME", str(no_tools / "opt-nvidia"))
-    launcher = executable(toolkit / "bin" / "ncu")
-    assert sass.find_tool("ncu") == launcher            # nothing installed beside it yet
-    (no_tools / "opt-nvidia" / "2025.3.1").mkdir(parents=True)
-    program = no_tools / "opt-nvidia" / "2025.3.1" / "ncu"
-    program.write_bytes(b"\x7fELF")
-    program.chmod(0o755)
-    assert sass.find_tool("ncu") == program
-    (toolkit / "nsight-compute-2026.1").mkdir()
-    beside = toolkit / "nsight-compute-2026.1" / "ncu"
-    beside.write_bytes(b"\x7fELF")
-    beside.chmod(0o755)
-    assert sass.find_tool("ncu") == beside               # the toolkit's own comes first
-
-
 def test_missing_tool_says_how_to_get_it(no_tools):
     with pytest.raises(sass.SassToolMissing) as info:
         sass.disassemble(b"")
