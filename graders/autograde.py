@@ -439,8 +439,8 @@ class TrustedGrades(NbGraderPreprocessor):
 
 
 def cannot_grade_here(assignments: list[str]) -> str:
-    """Why this machine cannot grade any of ``assignments``, or "": one of them needs a GPU worker and there is no
-    GPU here, or student code cannot be sandboxed here. The line names the error's class, which a fleet worker
+    """Why this machine cannot grade ``assignments``, or "": one of them needs a GPU worker and there is no GPU
+    here, or student code cannot be sandboxed here. The line names the error's class, which a fleet worker
     reads as its own fault (`workshop.fleet.isolated.INFRASTRUCTURE_MARKERS`)."""
     try:
         for assignment in assignments:

@@ -55,9 +55,9 @@ def locked(source: str, grade_id: str) -> nbformat.NotebookNode:
 
 
 def check_cell(call: str, grade_id: str, label: str) -> nbformat.NotebookNode:
-    """A read-only check cell: ``call``, or, where a name it passes is not defined yet (the kernel's cell, or the
-    setup cell, has not run), one line saying which to run first, after ✗ and ``label`` as the check's own lines
-    (the puzzle's title, the kernel's id), instead of a ``NameError``."""
+    """A read-only check cell: ``call``. Where a name the call uses is not defined yet (its cell, or the setup cell,
+    has not run), the cell prints one line saying which cell to run first, beginning as the check's own lines do
+    (✗ and ``label``: the puzzle's title, the kernel's id), instead of raising a ``NameError``."""
     source = (f"try:\n    {call}\nexcept NameError as missing:   # a cell above has not run yet\n"
               f'    print(f"✗ {label}: {{missing.name}} is not defined: run the cell that defines {{missing.name}} '
               'first")')
