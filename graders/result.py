@@ -40,9 +40,6 @@ class Status(StrEnum):
 
 # Outcomes reached before any input was made: their failure line names no seed.
 NO_INPUTS = frozenset({Status.REFUSED, Status.COMPILE_ERROR, Status.NO_GPU})
-# How a failure line that names no case starts, where the status word alone would not say it: the check cell's
-# ✓ line for the same rule says "access limits" too.
-HEADS = {Status.LIMITS: "access limits"}
 
 
 @dataclass(frozen=True)
@@ -68,9 +65,9 @@ class GradeResult:
     def failure_line(self) -> str:
         """What the student reads, e.g. ``case 3 of 5 (hidden, seed 1234567): out[2] = 0, expected 7``.
 
-        Starts with the failing case, or the status (`HEADS`) when no one case failed; names the seed of hidden
+        Starts with the failing case, or the status when no one case failed; names the seed of hidden
         inputs whenever the kernel ran on them."""
-        head = self.case or HEADS.get(self.status, str(self.status))
+        head = self.case or str(self.status)
         if self.status in NO_INPUTS or (self.hidden and self.seed is None):
             inputs = ""
         else:

@@ -221,14 +221,18 @@ def grade_limits(puzzle_id: str, kernel) -> None:
     if run.status not in CORRECT:
         raise PuzzleFailed(f"{puzzle.title}: access limits are graded once the kernel is correct: {_failure(run)}")
     if not run.ok:
-        raise PuzzleFailed(f"{puzzle.title}: {run.failure_line()}")
+        raise PuzzleFailed(f"{puzzle.title}: {_failure(run)}")
     print(f"{puzzle.title}: within the access limits ({puzzle.limits.describe()})")
 
 
 def _failure(run: GradeResult) -> str:
-    """What the student reads about a failed run: one line; for an untouched stub only that it is not written
-    yet (no case, no seed: it fails on any input)."""
-    return run.message if run.message == NOT_WRITTEN else run.failure_line()
+    """What the student reads about a failed run: its failure line; for an untouched stub only that it is not
+    written yet (no case, no seed: it fails on any input); over the access limits, beginning "access limits", as
+    the check's ✓ line about them does."""
+    if run.message == NOT_WRITTEN:
+        return run.message
+    line = run.failure_line()
+    return f"access {line}" if run.status == Status.LIMITS and not run.case else line   # "limits (...): ..."
 
 
 def _public(puzzle_id: str, kernel) -> tuple[GradeResult, GradeResult | None]:
@@ -260,7 +264,7 @@ def check(puzzle_id: str, kernel) -> None:
     if limits.status not in CORRECT:
         print(f"✗ access limits could not be counted in the simulator: {limits.failure_line()}")
     elif not limits.ok:
-        print(f"✗ {limits.failure_line()}")
+        print(f"✗ {_failure(limits)}")
     else:
         print(f"✓ access limits: {puzzle.limits.describe()}")
         print("  Hidden tests use fresh random inputs and more sizes.")
@@ -290,5 +294,5 @@ def assert_within_limits(puzzle_id: str, kernel) -> None:
         raise PuzzleFailed(f"{puzzle.title}: access limits could not be counted in the simulator: "
                            f"{limits.failure_line()}")
     if not limits.ok:
-        raise PuzzleFailed(f"{puzzle.title}: {limits.failure_line()}")
+        raise PuzzleFailed(f"{puzzle.title}: {_failure(limits)}")
     print(f"✓ {puzzle.title}: within the access limits ({puzzle.limits.describe()}) on the public case(s)")
