@@ -77,6 +77,8 @@ QUEUED_MESSAGES = 8             # messages from it waiting to be read, per chann
 CHANNEL_OPTIONS = {zmq.MAXMSGSIZE: MAX_MESSAGE_BYTES, zmq.RCVHWM: QUEUED_MESSAGES}
 MAX_ERROR_CHARS = 20_000        # the text of an error: a hidden test's, or the notebook's execute reply's
 MAX_REPORT_CHARS = 200_000      # what one hidden test prints
+REPORT = "what a hidden test prints"
+DROPPED_NOTE = re.compile(r"^\[(\d+) more characters dropped: .+ is capped at \d+\]$")   # CappedText's note
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -320,7 +322,7 @@ class _Grading:
     def _grade(self, grade_id: str) -> list[NotebookNode]:
         if time.monotonic() >= self.deadline:   # `finish` has given up on it: nothing new starts
             return self._late()
-        out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS, "what a hidden test prints")
+        out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS, REPORT)
         try:
             _, call = self.calls[grade_id]
             if isinstance(call, Exception):
@@ -363,7 +365,7 @@ def _outputs(text: str, *, points: float | None = None, error: Exception | None 
     text is capped at `MAX_ERROR_CHARS`. What formgrader and the feedback show, the printed report and the error's
     traceback, has its long lines wrapped as ``nbgrader validate`` shows them (`graders.hidden_tests.wrapped`);
     the error's value is the message as it is, for the autograde log and the exports."""
-    report = "".join(f"{line}\n" for line in wrapped(text))
+    report = _wrapped_report(text)
     outputs = [new_output("stream", name="stdout", text=report)] if report else []
     if error is not None:
         name, text = type(error).__name__, shorten(str(error), MAX_ERROR_CHARS, "an error's text")
@@ -372,6 +374,27 @@ def _outputs(text: str, *, points: float | None = None, error: Exception | None 
         outputs.append(new_output("execute_result", data={"text/plain": repr(float(points))},
                                   execution_count=None))
     return outputs
+
+
+def _wrapped_report(text: str) -> str:
+    """What a hidden test printed as its cell shows it: long lines wrapped (`wrapped`), and still within
+    `MAX_REPORT_CHARS` once wrapping has indented them: the lines past it are dropped and counted with what the
+    capture dropped, in one note."""
+    lines = wrapped(text)
+    note = DROPPED_NOTE.match(lines[-1]) if lines else None
+    dropped = int(note.group(1)) if note else 0
+    if note:
+        lines.pop()
+    kept, size = [], 0
+    for line in lines:
+        if size + len(line) + 1 > MAX_REPORT_CHARS:
+            dropped += len(line) + 1
+            continue
+        kept.append(line)
+        size += len(line) + 1
+    if dropped:
+        kept.append(f"[{dropped} more characters dropped: {REPORT} is capped at {MAX_REPORT_CHARS}]")
+    return "".join(f"{line}\n" for line in kept)
 
 
 RESULTS_KEY = "workshop"   # graded cells' metadata: {"results": [GradeResult.as_dict(), ...]}
