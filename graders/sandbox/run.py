@@ -35,7 +35,6 @@ import functools
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -45,8 +44,8 @@ from pathlib import Path
 from typing import Literal, Mapping
 
 from graders import settings
-from graders.sandbox import confine
-from graders.sandbox.visible import COURSE_PRIVATE, visible
+from graders.sandbox import capped_output, confine
+from graders.sandbox.visible import COURSE_PRIVATE, resolved, visible
 
 Status = Literal["ok", "timeout", "crashed"]
 
@@ -180,19 +179,12 @@ def _bwrap_args(c: Confinement, env: dict[str, str], tools: tuple[str, ...] = ()
     args += ["--size", str(c.tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
              "--proc", "/proc", *_proc_covers(), "--size", str(c.tmp_bytes), "--tmpfs", "/tmp", *view.args()]
     for w in c.writable:
-        r = _resolved(w)
+        r = resolved(w)
         if r is None or not r.is_dir():
             raise ValueError(f"writable path {w} is not an existing directory")
         args += ["--bind", str(r), str(r)]
     args += ["--remount-ro", "/", "--chdir", str(c.workdir or "/tmp")]
     return args
-
-
-def _resolved(path) -> Path | None:
-    try:
-        return Path(path).resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
 
 
 # --- the child runner --------------------------------------------------------------------------------------
@@ -258,7 +250,6 @@ def run_child(
     )
     os.close(write_fd)
     # every stream is capped: the child decides how much it writes, not how much of it is kept
-    from graders.sandbox import capped_output
     got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
                                     kill=lambda: _kill_group(proc))
     seconds = time.monotonic() - start

@@ -80,7 +80,8 @@ class View:
         return out
 
 
-def _resolved(path) -> Path | None:
+def resolved(path) -> Path | None:
+    """``path`` with every link followed, or None where it does not exist."""
     try:
         return Path(path).resolve(strict=True)
     except (OSError, RuntimeError, ValueError):
@@ -94,7 +95,7 @@ def within(path: Path, root: Path) -> bool:
 def looks_private(path: Path, courses: Iterable[Path] = ()) -> bool:
     """True when binding ``path`` whole could show a course: it holds one of `COURSE_PRIVATE`, it holds one of
     ``courses``, or it lies in one (except the Python installation, e.g. a virtual environment in a checkout)."""
-    prefixes = [r for r in (_resolved(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}) if r]
+    prefixes = [r for r in (resolved(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}) if r]
     for course in courses:
         if within(course, path):
             return True
@@ -121,7 +122,7 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
     """The allowlist of a sandbox (see the module docstring); ``courses`` are folders that must stay unseen,
     ``env`` the environment set inside (its ``PYTHONPATH`` and ``LD_LIBRARY_PATH`` count), ``tools`` the binaries
     a child runs under."""
-    courses = [c for c in (_resolved(p) for p in courses) if c]
+    courses = [c for c in (resolved(p) for p in courses) if c]
     links, binds, empty = [], [], []
     for link in SYSTEM_LINKS:
         if os.path.islink(link):
@@ -149,7 +150,7 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
             python_paths += value.split(os.pathsep)
     for entry in python_paths:
         if entry and os.path.isabs(entry):
-            r = _resolved(entry)
+            r = resolved(entry)
             if r and r.is_dir() and r != Path("/") and not looks_private(r, courses):
                 wanted.append(r)
     package_root = settings.PACKAGE_ROOT
@@ -162,7 +163,7 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
                      *(Path(t).parent.parent if Path(t).parent.name == "bin" else Path(t).parent
                        for t in tools if os.path.isabs(t))]
     for folder in named_folders:
-        root = _resolved(folder)
+        root = resolved(folder)
         if root and not looks_private(root, courses):
             wanted.append(root)
             if root != folder:   # e.g. a toolkit reached through /usr/local/cuda
