@@ -39,6 +39,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_course import CourseCopy, unmet
+from processes import processes_with
 from test_attacks import Listener, _fingerprint, _grader_files
 
 from graders.numba_engine import catalogue
@@ -198,17 +199,6 @@ class Graded:
     survivors: list[int]
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            pass
-    return found
-
-
 @pytest.fixture(scope="module")
 def graded(released_puzzles, tmp_path_factory):
     exchange = Path(tempfile.mkdtemp(prefix="kw-exchange-", dir="/var/tmp"))
@@ -240,13 +230,13 @@ def graded(released_puzzles, tmp_path_factory):
             before = _fingerprint(watched())
             autograde = WatchedAutograde(course.root, course.assignment)
             autograde.run()
-            survivors = _processes_with(MARKER)
+            survivors = processes_with(MARKER)
             after = _fingerprint(watched())
             start = time.monotonic()
             feedback = nbg.nbgrader(course.root, "generate_feedback", course.assignment, "--force", check=False)
             yield Graded(course, autograde, feedback, time.monotonic() - start, listener, before, after, survivors)
     finally:
-        for pid in _processes_with(MARKER):
+        for pid in processes_with(MARKER):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

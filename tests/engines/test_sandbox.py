@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from processes import processes_with
 
 from graders.sandbox import confine
 from graders.sandbox.run import REPO_ROOT, Confinement, SandboxUnavailable, run_child, sandbox_argv
@@ -99,17 +100,6 @@ DETACH = textwrap.dedent('''
 def sandboxed(code: str, confinement: Confinement = Confinement(), *, env=None, timeout=60):
     return subprocess.run(sandbox_argv([sys.executable, "-c", code], confinement, env=env),
                           capture_output=True, text=True, timeout=timeout)
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            pass
-    return found
 
 
 def gone(marker: str, within_s: float = 3.0) -> bool:
