@@ -78,7 +78,6 @@ CHANNEL_OPTIONS = {zmq.MAXMSGSIZE: MAX_MESSAGE_BYTES, zmq.RCVHWM: QUEUED_MESSAGE
 MAX_ERROR_CHARS = 20_000        # the text of an error: a hidden test's, or the notebook's execute reply's
 MAX_REPORT_CHARS = 200_000      # what one hidden test prints
 REPORT = "what a hidden test prints"
-DROPPED_NOTE = re.compile(r"^\[(\d+) more characters dropped: .+ is capped at \d+\]$")   # CappedText's note
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -322,7 +321,7 @@ class _Grading:
     def _grade(self, grade_id: str) -> list[NotebookNode]:
         if time.monotonic() >= self.deadline:   # `finish` has given up on it: nothing new starts
             return self._late()
-        out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS, REPORT)
+        out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS)
         try:
             _, call = self.calls[grade_id]
             if isinstance(call, Exception):
@@ -340,11 +339,11 @@ class _Grading:
         except Exception as exc:  # the kernel failed its test, or the submission lacks what it needs
             self.log.info("%s: 0 points: %s: %s", grade_id, type(exc).__name__,
                           shorten(str(exc), MAX_ERROR_CHARS, "an error's text"))
-            return _outputs(out.getvalue(), error=exc)
+            return _outputs(out.kept(), dropped=out.dropped, error=exc)
         finally:
             self.stdout.local.buffer = None
         self.log.info("%s: %s", grade_id, "full points" if points is None else f"{points} points")
-        return _outputs(out.getvalue(), points=points)
+        return _outputs(out.kept(), dropped=out.dropped, points=points)
 
     def _late(self) -> list[NotebookNode]:
         return _outputs("", error=TimeoutError(f"not graded: the hidden tests of this submission ran past "
@@ -360,12 +359,14 @@ def _hidden_call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:
     return call.function, call
 
 
-def _outputs(text: str, *, points: float | None = None, error: Exception | None = None) -> list[NotebookNode]:
+def _outputs(text: str, *, dropped: int = 0, points: float | None = None,
+             error: Exception | None = None) -> list[NotebookNode]:
     """A graded cell's outputs as nbgrader reads them: an error scores 0, a number is partial credit. The error's
     text is capped at `MAX_ERROR_CHARS`. What formgrader and the feedback show, the printed report and the error's
     traceback, has its long lines wrapped as ``nbgrader validate`` shows them (`graders.hidden_tests.wrapped`);
-    the error's value is the message as it is, for the autograde log and the exports."""
-    report = _wrapped_report(text)
+    the error's value is the message as it is, for the autograde log and the exports. ``dropped``: the characters
+    of the report that its capture (`CappedText`) did not keep."""
+    report = _wrapped_report(text, dropped)
     outputs = [new_output("stream", name="stdout", text=report)] if report else []
     if error is not None:
         name, text = type(error).__name__, shorten(str(error), MAX_ERROR_CHARS, "an error's text")
@@ -376,17 +377,12 @@ def _outputs(text: str, *, points: float | None = None, error: Exception | None 
     return outputs
 
 
-def _wrapped_report(text: str) -> str:
+def _wrapped_report(text: str, dropped: int) -> str:
     """What a hidden test printed as its cell shows it: long lines wrapped (`wrapped`), and still within
-    `MAX_REPORT_CHARS` once wrapping has indented them: the lines past it are dropped and counted with what the
-    capture dropped, in one note."""
-    lines = wrapped(text)
-    note = DROPPED_NOTE.match(lines[-1]) if lines else None
-    dropped = int(note.group(1)) if note else 0
-    if note:
-        lines.pop()
+    `MAX_REPORT_CHARS` once wrapping has indented them: the lines past it are dropped and counted with the
+    ``dropped`` characters the capture did not keep, in one note."""
     kept, size = [], 0
-    for line in lines:
+    for line in wrapped(text):
         if size + len(line) + 1 > MAX_REPORT_CHARS:
             dropped += len(line) + 1
             continue

@@ -153,10 +153,11 @@ def communicate(proc: subprocess.Popen, request: bytes, answer_fd: int, timeout_
 
 
 class CappedText(io.TextIOBase):
-    """A text buffer that keeps the first ``cap`` characters written to it and counts the rest."""
+    """A text buffer that keeps the first ``cap`` characters written to it (`kept`) and counts the rest
+    (``dropped``); whoever shows it says what was dropped."""
 
-    def __init__(self, cap: int, what: str):
-        self.cap, self.what = cap, what
+    def __init__(self, cap: int):
+        self.cap = cap
         self.dropped = 0
         self._parts: list[str] = []
         self._size = 0
@@ -172,12 +173,8 @@ class CappedText(io.TextIOBase):
             self._size += len(text)
         return written
 
-    def getvalue(self) -> str:
-        kept = "".join(self._parts)
-        if not self.dropped:
-            return kept
-        end = "" if kept.endswith("\n") or not kept else "\n"
-        return f"{kept}{end}[{self.dropped} more characters dropped: {self.what} is capped at {self.cap}]\n"
+    def kept(self) -> str:
+        return "".join(self._parts)
 
 
 def shorten(text: str, cap: int, what: str) -> str:
