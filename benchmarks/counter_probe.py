@@ -8,7 +8,7 @@ candidate metric that ``ncu --query-metrics`` lists, and prints the values side 
     python3 -m benchmarks.counter_probe --track tensorcores --kernels mma,swizzle --wrong unswizzled \\
         --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum,...
 
-The record goes to ``benchmarks/results/counter-probe-<track>-<date-time>.json``.
+The record goes to ``benchmarks/results/<track>/counter-probe-<track>-<date-time>.json``.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ against that many `workshop worker --sim` processes, or with ``--gpu`` `workshop
 Each worker's generated-assignment template is built before the clock starts. Overhead per task = wall time
 with one worker / N - the mean seconds a worker spent grading (copying its course and running nbgrader
 autograde): dispatch, result transfer and the gradebook write. Prints a Markdown table and writes
-benchmarks/results/fleet-throughput-<track>-<date>.json.
+benchmarks/results/platform/fleet-throughput-<track>-<date>.json (a record of the fleet, whichever
+track it grades).
 """
 from __future__ import annotations
 
@@ -39,10 +40,11 @@ def main() -> None:
                         help="the coordinator's gradebook: PostgreSQL (the fleet's) or the course's SQLite file")
     args = parser.parse_args()
 
-    from graders.settings import RESULTS, ROOT
+    from graders.settings import ROOT
     from workshop import submissions
     from workshop.course import nbgrader_env
     from workshop.fleet import local
+    from workshop.records import results_folder
 
     scratch = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     redis = local.Redis(scratch / "redis").start()
@@ -86,7 +88,8 @@ def main() -> None:
                                  text=True).stdout.strip(),
         "runs": runs,
     }
-    out = RESULTS / f"fleet-throughput-{args.track}-{datetime.datetime.now():%Y%m%d-%H%M%S}.json"
+    out = results_folder(None) / f"fleet-throughput-{args.track}-{datetime.datetime.now():%Y%m%d-%H%M%S}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
     print("| workers | submissions | wall s | per minute | mean grading s | overhead s/task |")
     print("| --- | --- | --- | --- | --- | --- |")

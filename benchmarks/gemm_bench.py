@@ -11,7 +11,7 @@
 under /tmp, which the sandboxed child cannot read). Grades every reference kernel (each in its own child,
 exactly as a submission is graded, cuBLAS SGEMM timed in the same child) at each size, where ``ncu`` exists counts the
 shared-memory bank conflicts of the vectorized, linearize, swizzle and warp-tiling references
-(`workshop.ncu`), and writes ``benchmarks/results/gemm-<date>.json`` (and a copy in ``--out``) with the
+(`workshop.ncu`), and writes ``benchmarks/results/<track>/<track>-<date>.json`` (and a copy in ``--out``) with the
 GPU, date, versions, each kernel's GFLOP/s, % of cuBLAS, score and a suggested target (95% of the measured
 ratio), plus the worklog chart next to it (``.png``): the record of `workshop.records`, from which
 ``workshop targets gemm RECORD.json`` sets the spec's targets.

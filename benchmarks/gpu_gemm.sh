@@ -6,13 +6,13 @@
 #   bash benchmarks/gpu_gemm.sh bench   # a second size merged into the latest JSON (or $GEMM_MERGE), the launch
 #                                       # variants of warp tiling, and ncu's profile of it and of cuBLAS
 #   bash benchmarks/gpu_gemm.sh         # both
-# Writes into $OUT (default benchmarks/results): gemm-env.txt, the logs, gemm-<date>.json/.png,
-# gemm-nbgrader-gpu-<date>.json, gemm-ncu-profile.txt. Then, here: `workshop targets gemm
-# benchmarks/results/gemm-<date>.json --fraction 0.92 --write` sets the spec's targets.
+# Writes into $OUT (default benchmarks/results/gemm): gemm-env.txt, the logs, gemm-<date>.json/.png,
+# gemm-track-nbgrader-gpu-<date>.json, gemm-ncu-profile.txt. Then, here: `workshop targets gemm
+# benchmarks/results/gemm/gemm-<date>.json --fraction 0.92 --write` sets the spec's targets.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
-mkdir -p "$OUT" benchmarks/results
+OUT="${OUT:-benchmarks/results/gemm}"
+mkdir -p "$OUT" benchmarks/results/gemm
 export OUT PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg
 stages="${1:-tests bench}"
 rc=0
@@ -53,7 +53,7 @@ if [[ " $stages " == *" tests "* ]]; then
   step nbgrader 400 python3 -m pytest -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k gemm -q -s -p no:cacheprovider -rsxf
 fi
 if [[ " $stages " == *" bench "* ]]; then
-  latest=${GEMM_MERGE:-$(ls -t "$OUT"/gemm-2*.json benchmarks/results/gemm-2*.json 2>/dev/null | head -1)}
+  latest=${GEMM_MERGE:-$(ls -t "$OUT"/gemm-2*.json benchmarks/results/gemm/gemm-2*.json 2>/dev/null | head -1)}
   step bench "${GEMM_BENCH_LIMIT_S:-240}" env WORKSHOP_SANDBOX=off python3 -m benchmarks.gemm_bench --sizes 2048 --budget-s 1 --no-ncu --variants --out "$OUT" \
     ${latest:+--merge "$latest"}
   step profile "${GEMM_PROFILE_LIMIT_S:-150}" bash -c "python3 -m benchmarks.gemm_bench --profile warptiling variant5 cublas > '$OUT/gemm-ncu-profile.txt'"

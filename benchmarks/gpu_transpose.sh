@@ -4,14 +4,14 @@
 # benchmark. From the repo root, after the wheels prelude (nbgrader 0.9.6 and numpy 2.4 on PYTHONPATH):
 #   source .whl/prelude.sh && bash benchmarks/gpu_transpose.sh
 # Without the prelude the nbgrader step is skipped (no nbgrader) and the rest still runs.
-# Writes into $OUT (default benchmarks/results): transpose-env.txt, transpose-gpu-tests.log,
+# Writes into $OUT (default benchmarks/results/transpose): transpose-env.txt, transpose-gpu-tests.log,
 # transpose-nbgrader-gpu.log, transpose-bench.log, transpose-<date>.json and
-# transpose-nbgrader-gpu-<date>.json (both also kept in benchmarks/results/). Then, here:
-# `workshop targets transpose benchmarks/results/transpose-<date>.json --write` sets the spec's targets.
+# transpose-nbgrader-gpu-<date>.json (both also kept in benchmarks/results/transpose/). Then, here:
+# `workshop targets transpose benchmarks/results/transpose/transpose-<date>.json --write` sets the spec's targets.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
-mkdir -p "$OUT" benchmarks/results
+OUT="${OUT:-benchmarks/results/transpose}"
+mkdir -p "$OUT" benchmarks/results/transpose
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" OUT
 # per-kernel timing budget of the nbgrader step (the spec's 10 s is for real grading)
 export WORKSHOP_PERF_BUDGET_S="${WORKSHOP_PERF_BUDGET_S:-1.5}"

@@ -28,10 +28,12 @@
 # Run from the repo root after `source .whl/prelude.sh`. On the lent H200 bubblewrap is an unpacked .deb:
 # carry `.debs` (made here with `apt-get download bubblewrap`, and for `fleet` also
 # `apt-get download redis-server redis-tools libjemalloc2 liblzf1`) and this script unpacks it.
-# Records land in benchmarks/results/ and, with their logs, in $OUT.
+# Records land in benchmarks/results/<track>/ (platform/ for the sandbox, tools and fleet stages), their logs
+# beside them (<name>-<date>-<hour><minute>.log); with $OUT set (a device run) the logs go to $OUT, and the
+# records are copied there too.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
+OUT="${OUT:-}"
 if ! command -v bwrap >/dev/null && [ -z "${WORKSHOP_BWRAP:-}" ]; then
   dpkg -x .debs/bubblewrap_*.deb /tmp/bw && export WORKSHOP_BWRAP=/tmp/bw/usr/bin/bwrap
 fi
@@ -42,20 +44,25 @@ for site in ${PYTHONPATH//:/ }; do
 done
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 OUT
 rc=0
-run() {   # name, timeout, pytest arguments...
-  local name=$1 limit=$2; shift 2
-  timeout "$limit" python3 -m pytest -q -s -p no:cacheprovider "$@" > "$OUT/$name.log" 2>&1 || rc=1
-  echo "[gpu_trusted] $name: $(tail -1 "$OUT/$name.log")"
+logfile() {   # folder, name: the path of a new log of that results folder's (in $OUT when set)
+  local dir=${OUT:-benchmarks/results/$1}
+  mkdir -p "$dir" && echo "$dir/$2-$(date +%Y%m%d-%H%M).log"
+}
+run() {   # folder, name, timeout, pytest arguments...
+  local log; log=$(logfile "$1" "$2")
+  local name=$2 limit=$3; shift 3
+  timeout "$limit" python3 -m pytest -q -s -p no:cacheprovider "$@" > "$log" 2>&1 || rc=1
+  echo "[gpu_trusted] $name: $(tail -1 "$log")"
 }
 case "${1:-cases}" in
   cases)
-    run sandbox-and-attacks 170 tests/engines/test_sandbox.py tests/e2e/test_attacks.py
-    run puzzles-nbgrader-gpu 170 -m gpu tests/gpu/test_puzzles_gpu.py ;;
+    run platform sandbox-and-attacks-gpu 170 tests/engines/test_sandbox.py tests/e2e/test_attacks.py
+    run puzzles puzzles-nbgrader-gpu 170 -m gpu tests/gpu/test_puzzles_gpu.py ;;
   sandbox)
-    run sandbox 150 -n 0 tests/engines/test_sandbox.py
-    run sandbox-include-gpu 300 -n 0 -m gpu tests/gpu/test_sandbox_gpu.py ;;
+    run platform sandbox-tests-gpu 150 -n 0 tests/engines/test_sandbox.py
+    run platform sandbox-include-attack-gpu 300 -n 0 -m gpu tests/gpu/test_sandbox_gpu.py ;;
   tools)
-    run tools-gpu 560 -m gpu tests/gpu/test_timing_integrity_gpu.py tests/gpu/test_sanitizer_gpu.py \
+    run platform tools-gpu 560 -m gpu tests/gpu/test_timing_integrity_gpu.py tests/gpu/test_sanitizer_gpu.py \
       tests/gpu/test_counters_gpu.py ;;
   regrade)
     shift
@@ -65,12 +72,12 @@ case "${1:-cases}" in
       half=$(( ($# + 1) / 2 ))
       for part in "${*:1:$half}" "${*:$((half + 1))}"; do
         [ -n "$part" ] || continue
+        log=$(logfile "$track" "regrade-$track-${part%% *}")
         timeout 280 python3 -m benchmarks.regrade_spread --track "$track" --kernels "${part// /,}" --regrades 5 \
-          --budget 2 > "$OUT/regrade-$track-${part%% *}.log" 2>&1 || rc=1
-        echo "[gpu_trusted] regrade $track ${part}: $(grep -c '^[a-z0-9_]*: ratio' "$OUT/regrade-$track-${part%% *}.log") ok"
+          --budget 2 > "$log" 2>&1 || rc=1
+        echo "[gpu_trusted] regrade $track ${part}: $(grep -c '^[a-z0-9_]*: ratio' "$log") ok"
       done
     done
-    cp benchmarks/results/regrade-spread-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
     exit $rc ;;
   fleet)
     mkdir -p /tmp/redis/bin
@@ -81,32 +88,35 @@ case "${1:-cases}" in
       chmod +x "/tmp/redis/bin/$tool"
     done
     export PATH="/tmp/redis/bin:$PATH"
+    log=$(logfile platform fleet-throughput-gemm-gpu)
     timeout 400 python3 -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 --submissions 4 \
-      --gradebook sqlite > "$OUT/fleet-throughput-gemm-gpu.log" 2>&1 || rc=1
-    echo "[gpu_trusted] fleet gemm gpu: $(grep '^| 1 ' "$OUT/fleet-throughput-gemm-gpu.log")"
+      --gradebook sqlite > "$log" 2>&1 || rc=1
+    echo "[gpu_trusted] fleet gemm gpu: $(grep '^| 1 ' "$log")"
+    log=$(logfile platform fleet-throughput-puzzles-sim)
     timeout 170 python3 -m benchmarks.fleet_throughput --workers 1 2 --submissions 8 \
-      --gradebook sqlite > "$OUT/fleet-throughput-puzzles-sim.log" 2>&1 || rc=1
-    echo "[gpu_trusted] fleet puzzles sim: $(grep -c '^| [12] ' "$OUT/fleet-throughput-puzzles-sim.log") runs"
-    cp benchmarks/results/fleet-throughput-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+      --gradebook sqlite > "$log" 2>&1 || rc=1
+    echo "[gpu_trusted] fleet puzzles sim: $(grep -c '^| [12] ' "$log") runs"
+    [ -n "$OUT" ] && cp benchmarks/results/platform/fleet-throughput-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
     exit $rc ;;
   grading)
     [ -f "tests/gpu/test_${2:-}_gpu.py" ] || { echo "usage: $0 grading TRACK (tests/gpu/test_TRACK_gpu.py)" >&2; exit 2; }
-    run "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" ;;
+    run "$2" "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" ;;
   profile)
     [ $# -ge 4 ] || { echo "usage: $0 profile TRACK SHAPE KERNEL..." >&2; exit 2; }
     track=$2 shape=$3; shift 3
+    text=$(logfile "$track" "$track-ncu-profile-$shape") && text=${text%.log}.txt
     ncu=$(python3 -c "from graders.cuda_engine.sass import find_tool; print(find_tool('ncu') or 'ncu')")
     sections=($(python3 -c "from workshop.ncu import PROFILE_SECTIONS; print(*PROFILE_SECTIONS)"))
     timeout 300 "$ncu" --clock-control none "${sections[@]/#/--section=}" -k "regex:${NCU_KERNELS:-flash|attention}" \
-      python3 -m workshop.ncu --baseline "$track" "$shape" "$@" > "$OUT/profile-$track-$shape.txt" 2>&1 || rc=1
-    echo "[gpu_trusted] profile $track $shape: $(grep -c 'Section: GPU Speed Of Light' "$OUT/profile-$track-$shape.txt") kernels"
+      python3 -m workshop.ncu --baseline "$track" "$shape" "$@" > "$text" 2>&1 || rc=1
+    echo "[gpu_trusted] profile $track $shape: $(grep -c 'Section: GPU Speed Of Light' "$text") kernels"
     exit $rc ;;
   transpose)
-    run transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py tests/gpu/test_transpose_nbgrader_gpu.py \
-      -k transpose ;;
+    run transpose transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py \
+      tests/gpu/test_transpose_nbgrader_gpu.py -k transpose ;;
   *)
     [ -d "tracks/$1" ] || { echo "usage: $0 cases|TRACK" >&2; exit 2; }
-    run "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1" ;;
+    run "$1" "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1" ;;
 esac
-[ "$OUT" != benchmarks/results ] && cp benchmarks/results/*-nbgrader-gpu-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+[ -n "$OUT" ] && cp benchmarks/results/*/*-nbgrader-gpu-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
 exit $rc

@@ -3,7 +3,7 @@
     python -m benchmarks.puzzles_sim [--repeat N] [--label NAME]      # from the repository root
 
 Grades the reference and the untouched stub N times each in a scratch course and writes
-benchmarks/results/puzzles-nbgrader-sim-[NAME-]<date-time>.json (CPU, cores, versions, commit, sandbox,
+benchmarks/results/puzzles/puzzles-nbgrader-sim-[NAME-]<date-time>.json (CPU, cores, versions, commit, sandbox,
 each run's seconds).
 """
 from __future__ import annotations
@@ -19,9 +19,10 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from graders.settings import RESULTS, ROOT
+from graders.settings import ROOT
 from workshop import submissions
 from workshop.course import Course
+from workshop.records import results_folder
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
     }
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     label = f"{args.label}-" if args.label else ""
-    out = RESULTS / f"puzzles-nbgrader-sim-{label}{stamp}.json"
+    out = results_folder("puzzles") / f"puzzles-nbgrader-sim-{label}{stamp}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {out}")
 

@@ -10,7 +10,7 @@ medians (which of the two moves); then the independent timer's ratio: the kernel
 here, alternating with the baseline launch by launch, each launch after an L2 flush and a GPU-side sleep
 (so the host's enqueue time is never timed), timed with its own pair of CUDA events, on one fixed input
 set, the median of ``--reps`` launches each. Writes ``regrade-spread-<track>-<date-time>.json`` under
-benchmarks/results/.
+benchmarks/results/<track>/.
 Needs a GPU; every grading uses the spec's time budget unless ``--budget`` says otherwise.
 """
 from __future__ import annotations

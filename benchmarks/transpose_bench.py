@@ -4,7 +4,7 @@
 
 Grades every reference kernel (each in its own child, exactly as a submission is graded), the "best"
 reference at a few geometries, and, where ``ncu`` exists, counts shared-memory bank conflicts of the tiled
-and padded kernels. Prints a table and writes ``benchmarks/results/transpose-<date>.json`` (and a copy in
+and padded kernels. Prints a table and writes ``benchmarks/results/transpose/transpose-<date>.json`` (and a copy in
 ``--out``): GPU, date, versions, clocks, D2D copy GB/s, each kernel's GB/s, ratio, score and a suggested
 target (95% of the measured ratio) for the spec; ``workshop targets transpose RECORD.json`` sets the spec's
 targets from it.
@@ -19,8 +19,8 @@ from pathlib import Path
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import load_spec
 from graders.gpu import detect_gpu
-from graders.settings import RESULTS
 from workshop import ncu
+from workshop.records import results_folder
 
 NCU_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 NCU_KERNELS = ("tiled", "padded")
@@ -93,12 +93,12 @@ def main() -> int:
               "targets_in_spec": spec.targets, "copy_gbps": copy_gbps, "kernels": kernels,
               "best_geometries": best_geometries, "ncu": ncu_bank_conflicts()}
     name = f"transpose-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    for folder in [RESULTS, args.out]:
+    for folder in [results_folder("transpose"), args.out]:
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(json.dumps(record, indent=2))
     print(table(record))
-    print(f"wrote benchmarks/results/{name}")
+    print(f"wrote {results_folder('transpose') / name}")
     return 0 if all(k["status"] == "ok" for k in kernels.values()) else 1
 
 

@@ -43,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook is stale")
     targets = sub.add_parser("targets", help="a CUDA track's speed targets from benchmark records")
     targets.add_argument("track", help="track name (a folder under tracks/)")
-    targets.add_argument("records", nargs="+", type=Path, help="benchmark JSON (benchmarks/results/); with several, "
-                                                                "each kernel's lowest ratio counts")
+    targets.add_argument("records", nargs="+", type=Path,
+                         help="benchmark JSON (benchmarks/results/TRACK/); with several, each kernel's lowest "
+                              "ratio counts")
     targets.add_argument("--fraction", type=float, default=0.95, help="target = FRACTION x measured ratio")
     targets.add_argument("--write", action="store_true", help="write the targets into tracks/TRACK/spec.toml")
     worker = sub.add_parser("worker", help="a Celery grading worker (concurrency 1) on one GPU or the simulator")

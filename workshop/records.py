@@ -1,11 +1,12 @@
-"""Records of GPU runs: JSON files in ``benchmarks/results/`` (`graders.settings.RESULTS`), each copied to
-``$OUT`` when that is set (a device run brings back what is there).
+"""Records of GPU runs: JSON files in ``benchmarks/results/<track>/`` for a track's, and
+``benchmarks/results/platform/`` for one that is not one track's (`results_folder`; the root is
+`graders.settings.RESULTS`), each copied to ``$OUT`` when that is set (a device run brings back what is there).
 
 - `write_gpu_record`: what a run measured (the nbgrader runs' seconds and scores), with the GPU, the date,
   the versions and the grading code it ran (`grading_code`): ``<prefix>-<date>-<time>.json``;
-- the GEMM worklog record, ``gemm-<date>-<time>.json`` and its chart (``.png``): each reference kernel's
-  GFLOP/s, ratio to cuBLAS and score, at each size graded. The GEMM GPU tests write it at the spec's
-  ``perf_shape``, ``python -m benchmarks.gemm_bench`` adds sizes, launch variants and ncu counts, and
+- the GEMM worklog record, ``<track>-<date>-<time>.json`` and its chart (``.png``) in its track's folder: each
+  reference kernel's GFLOP/s, ratio to cuBLAS and score, at each size graded. The GEMM GPU tests write it at the
+  spec's ``perf_shape``, ``python -m benchmarks.gemm_bench`` adds sizes, launch variants and ncu counts, and
   ``workshop targets`` reads the ratios (`workshop.targets`).
 """
 from __future__ import annotations
@@ -24,6 +25,14 @@ from pathlib import Path
 
 from graders import tracks
 from graders.settings import PACKAGE_ROOT, RESULTS
+
+
+PLATFORM = "platform"   # the results folder of records that are not one track's: sandbox, fleet, tools
+
+
+def results_folder(track: str | None) -> Path:
+    """Where a record goes: ``benchmarks/results/<track>/``, or ``benchmarks/results/platform/`` without one."""
+    return RESULTS / (track or PLATFORM)
 
 
 def grading_code(root: Path = PACKAGE_ROOT) -> str:
@@ -96,10 +105,10 @@ def _module_file(name: str, root: Path) -> Path | None:
 
 
 def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...] = (),
-                     track: str | None = None) -> Path:
-    """Write ``<prefix>-<date-time>.json``: ``what``, the GPU, the date, the versions (the grader's, and
-    ``dists``'), the grading code, with ``track`` that track's `measurement_code`, then ``fields``. Returns its
-    path in benchmarks/results."""
+                     track: str | None = None, folder: str | None = None) -> Path:
+    """Write ``<prefix>-<date-time>.json`` into the results folder (`results_folder`) of ``folder``, or else of
+    ``track``: ``what``, the GPU, the date, the versions (the grader's, and ``dists``'), the grading code, with
+    ``track`` (a measurement of that track's code) its `measurement_code`, then ``fields``. Returns its path."""
     from graders.cuda_engine.timing import versions
     from graders.gpu import detect_gpu
     gpu = detect_gpu()
@@ -113,11 +122,13 @@ def write_gpu_record(prefix: str, what: str, fields: dict, dists: tuple[str, ...
     record = {"what": what, "gpu": gpu.name if gpu else None, "date": now.isoformat(timespec="seconds"),
               "python": platform.python_version(), "versions": found, "grading_code": grading_code(),
               **({"track": track, "measurement_code": measurement_code(track)} if track else {}), **fields}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{prefix}-{now:%Y%m%d-%H%M%S}.json"
+    where = results_folder(folder or track)
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / f"{prefix}-{now:%Y%m%d-%H%M%S}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
-    if os.environ.get("OUT"):
-        shutil.copy(path, os.environ["OUT"])
+    out = os.environ.get("OUT")
+    if out and Path(out).resolve() != where.resolve():
+        shutil.copy(path, out)
     print(json.dumps(record, indent=2))
     return path
 
@@ -176,21 +187,20 @@ def new_gemm_record(environment: dict | None, track: str = "gemm") -> dict:
 
 
 def write_gemm_record(record: dict, out: Path | None, name: str | None = None) -> Path:
-    """Write the record and its chart to benchmarks/results (and ``out``); returns the JSON's path there."""
+    """Write the record and its chart to its track's results folder (and ``out``); returns the JSON's path there."""
     from graders.cuda_engine.worklog_chart import plot
     track = record.get("track", "gemm")
     name = name or f"{track}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    for folder in dict.fromkeys([RESULTS, out]):
-        if folder:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(json.dumps(record, indent=2))
-            if not record["sizes"]:
-                continue
-            try:
-                plot(record, (folder / name).with_suffix(".png"), **WORKLOGS[track]["chart"])
-            except Exception as exc:  # the numbers matter more than the picture
-                print(f"chart not drawn: {exc}")
-    return RESULTS / name
+    for folder in dict.fromkeys(f.resolve() for f in [results_folder(track), *([out] if out else [])]):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(record, indent=2))
+        if not record["sizes"]:
+            continue
+        try:
+            plot(record, (folder / name).with_suffix(".png"), **WORKLOGS[track]["chart"])
+        except Exception as exc:  # the numbers matter more than the picture
+            print(f"chart not drawn: {exc}")
+    return results_folder(track) / name
 
 
 def warptiling_goal_line(size: str, rows: dict, track: str = "gemm") -> str | None:

@@ -1,7 +1,7 @@
 """Grading rules pinned where the mutation run (`mutmut run`, see pyproject's [tool.mutmut]) found them loose.
 
 Each test states a behaviour of the grading engine that a student's points depend on; the mutation
-report in benchmarks/results/mutmut-20261203.md names the surviving mutants they were written for.
+report in benchmarks/results/platform/mutmut-20261203.md names the surviving mutants they were written for.
 """
 from __future__ import annotations
 

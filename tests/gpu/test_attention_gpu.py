@@ -3,7 +3,7 @@
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_attention_gpu.py -q -s`` (``-s`` prints each
 step's time, TFLOP/s or GB/s and ratio). The references' table is written to
-``benchmarks/results/attention-gpu-<date-time>.json`` (and ``$OUT``). The timing budget per grading is
+``benchmarks/results/attention/attention-gpu-<date-time>.json`` (and ``$OUT``). The timing budget per grading is
 ``ATTENTION_TEST_BUDGET_S`` (default 2 s), not the spec's.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_gemm_gpu.py -x -q -s`` (``-s`` shows the
 measurements). Each grading runs in its own child process, cuBLAS timed in the same child. The references'
-table (GFLOP/s and % of cuBLAS at the spec's 4096^3) is written to ``benchmarks/results/gemm-<date>.json``
+table (GFLOP/s and % of cuBLAS at the spec's 4096^3) is written to ``benchmarks/results/gemm/gemm-<date>.json``
 with its chart (``.png``, `workshop.records`), and copied to ``$OUT`` when that is set;
 ``python -m benchmarks.gemm_bench --merge`` adds other sizes to it.
 """

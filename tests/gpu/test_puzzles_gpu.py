@@ -1,6 +1,6 @@
 """The puzzles track graded by nbgrader on a real GPU: correctness on the GPU, access counts on the simulator.
 
-Records seconds per submission and the scores under benchmarks/results/ (and $OUT, when set).
+Records seconds per submission and the scores under benchmarks/results/puzzles/ (and $OUT, when set).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def grading(tmp_path_factory):
             "puzzles-nbgrader-gpu", "nbgrader autograde of the puzzles track, one submission at a time",
             {"seconds_per_submission": grading.seconds,
              "scores": {s: f"{sum(v.values()):g}/{TOTAL}" for s, v in grading.scores.items()}},
-            dists=("numba", "numba-cuda", "nbgrader"))
+            dists=("numba", "numba-cuda", "nbgrader"), folder="puzzles")
 
 
 def test_reference_gets_full_marks_on_the_gpu(grading):

@@ -2,7 +2,7 @@
 nbgrader on a GPU (the GEMM track autogrades only there): the hidden ``check_search`` test refuses it from the
 lists' lengths, naming the cap, without expanding it, and nbgrader's peak memory stays within 256 MB of an
 honest submission's. Only the autotuned kernel is handed in (the other kernels stay the stub). Records both
-gradings' seconds and peaks under benchmarks/results/ (``gemm-search-space-nbgrader-gpu-<date-time>.json``).
+gradings' seconds and peaks under benchmarks/results/gemm/ (``gemm-search-space-nbgrader-gpu-<date-time>.json``).
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def gradings(tmp_path_factory):
             {"perf_budget_s_per_kernel": float(os.environ["WORKSHOP_PERF_BUDGET_S"]),
              "peak_rss_mb": {s: round(m[0] / 2**20) for s, m in measured.items()},
              "seconds": {s: round(m[1], 1) for s, m in measured.items()},
-             "scores": {s: course.scores(s) for s in measured}}, dists=("nbgrader",))
+             "scores": {s: course.scores(s) for s in measured}}, dists=("nbgrader",), folder="gemm")
 
 
 def test_a_huge_search_space_is_refused_naming_the_cap_and_the_choice_still_graded(gradings):

@@ -3,7 +3,7 @@
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_tensorcores_gpu.py -x -q -s`` (``-s`` shows
 the table). Each grading runs in its own child process, cuBLAS in the kernel's format (fp32 out) timed in the
 same child. The references' TFLOP/s, ratio to cuBLAS, format and largest relative error at the spec's 4096^3
-are printed and written to ``benchmarks/results/tensorcores-<date-time>.json`` (and ``$OUT``), a record
+are printed and written to ``benchmarks/results/tensorcores/tensorcores-<date-time>.json`` (and ``$OUT``), a record
 ``workshop targets tensorcores`` reads (``sizes.4096x4096x4096.kernels.<id>.ratio``), with the worklog's chart
 (``.png``: TFLOP/s per step against cuBLAS).
 """
@@ -167,7 +167,7 @@ def test_references_against_the_mma_sync_ceiling(rows):
     in_child = {kid: r["mma_ceiling_gflops"] * 1e9 for kid, r in rows.items() if r.get("mma_ceiling_gflops")}
     records.write_gpu_record("tensorcores-mma-ceiling", "back-to-back mma.sync m16n8k16 bf16 and each tensor-core "
                              "reference's share of it; each grading child's probe of its format",
-                             {"ceiling": ceiling, "share": share, "in_child": in_child})
+                             {"ceiling": ceiling, "share": share, "in_child": in_child}, folder="tensorcores")
     print(f"\nmma.sync ceiling: {ceiling['flops_per_s'] / 1e12:.0f} TFLOP/s; " +
           ", ".join(f"{kid} {100 * v:.1f}%" for kid, v in share.items()) + "\nin each child: " +
           ", ".join(f"{kid} {v / 1e12:.0f}" for kid, v in in_child.items()))

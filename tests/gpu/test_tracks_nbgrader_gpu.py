@@ -3,7 +3,7 @@ with an error in each test cell, and each known-wrong solution exactly the point
 (handed in together where they replace different kernels, the other kernels left as the stub has them, so that
 a submission grades only what it is there to test). The timing budget per kernel is
 ``WORKSHOP_PERF_BUDGET_S`` (default here 1.5 s, not the spec's). Records seconds per submission and the
-scores under benchmarks/results/ (``<track>-track-nbgrader-gpu-<date-time>.json``).
+scores under benchmarks/results/<track>/ (``<track>-track-nbgrader-gpu-<date-time>.json``).
 """
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def grading(request, tmp_path_factory):
             f"{track.name}-track-nbgrader-gpu",
             f"nbgrader autograde of the {track.name} track: reference, stub and its known-wrong solutions",
             {"perf_budget_s_per_kernel": float(os.environ["WORKSHOP_PERF_BUDGET_S"]),
-             "seconds_per_submission": grading.seconds, "scores": grading.scores}, dists=("nbgrader",))
+             "seconds_per_submission": grading.seconds, "scores": grading.scores}, dists=("nbgrader",),
+            folder=track.name)
 
 
 def max_points(grading: Autograding, student: str) -> dict[str, float]:

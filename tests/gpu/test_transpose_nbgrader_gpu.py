@@ -3,8 +3,8 @@
 
 Each score cell grades one kernel in its own child process. The timing budget per kernel is
 ``WORKSHOP_PERF_BUDGET_S`` (default here 1.5 s, not the spec's 10 s), so the two submissions (10 gradings)
-take a few minutes on an H200. Records seconds per submission and the scores under benchmarks/results/
-(and in $OUT, when set).
+take a few minutes on an H200. Records seconds per submission and the scores under
+benchmarks/results/transpose/ (and in $OUT, when set).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def grading(tmp_path_factory):
              "targets_in_spec": SPEC.targets, "seconds_per_submission": grading.seconds,
              "scores": {s: {"total": f"{sum(v.values()):g}/{sum(FULL.values()):g}", "cells": v}
                         for s, v in grading.scores.items()}},
-            dists=("nbgrader",))
+            dists=("nbgrader",), folder="transpose")
 
 
 def test_correct_but_slow_gets_correctness_and_partial_speed_points(grading):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_grading_code_hash_follows_the_grading_files(tmp_path):
     assert grading_code(tmp_path) != before
 
 
-RECORD_NAME = re.compile(r"benchmarks/results/([\w.-]+-\d{8}-\d{6}\.json)")   # a dated record a text points at
+RECORD_NAME = re.compile(r"benchmarks/results/([\w-]+/[\w.-]+-\d{8}-\d{6}\.json)")   # a dated record a text cites
 
 
 def test_measured_targets_rest_on_records_of_the_current_measuring_code():
@@ -70,7 +71,7 @@ def test_measured_targets_rest_on_records_of_the_current_measuring_code():
 
 
 def test_records_the_readmes_point_at_describe_the_current_code():
-    for readme in [ROOT / "README.md", *sorted(ROOT.glob("tracks/*/README.md"))]:
+    for readme in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md")), *sorted(ROOT.glob("tracks/*/README.md"))]:
         for name in RECORD_NAME.findall(readme.read_text()):
             record = json.loads((RESULTS / name).read_text())
             if "track" in record:
@@ -99,3 +100,42 @@ def test_the_measurement_code_follows_what_a_measurement_depends_on(tmp_path):
         changed()
         assert measurement_code("vecadd", root) != before
         before = measurement_code("vecadd", root)
+
+
+# benchmarks/results/<track>/, and platform/ for what is not one track's
+FOLDERS = {*(track.name for track in tracks.all_tracks()), "platform"}
+CITING = ["README.md", "docs/**/*.md", "tracks/*/README.md", "tracks/*/spec.toml", "docker/README.md",
+          "benchmarks/results/**/*.md", "pyproject.toml"]
+CITED = re.compile(r"benchmarks/results/[\w.*<>/-]*")                      # a path under the results a text cites
+WRITE_UP_CITES = re.compile(r"`((?:\.\./[\w-]+/)?[\w.*-]+\.(?:json|log|md|txt|png))`")   # a write-up's, beside it
+TEMPLATE = re.compile(r"<|(?<![a-z])[A-Z]+(?![a-z])")                          # gemm-<date>.json, gemm-A.json
+
+
+def test_every_result_is_in_its_tracks_folder_or_the_platforms():
+    loose = [p.name for p in RESULTS.iterdir() if p.is_file() and p.name != "README.md"]
+    assert loose == [], "benchmarks/results/ holds only README.md and one folder per track, and platform/"
+    misplaced = [p.relative_to(RESULTS).as_posix() for p in RESULTS.rglob("*")
+                 if p.parent != RESULTS and (p.is_dir() or p.parent.parent != RESULTS or p.parent.name not in FOLDERS)]
+    assert misplaced == [], f"each result is in benchmarks/results/<folder>/, one of {sorted(FOLDERS)}"
+    index = (RESULTS / "README.md").read_text()
+    assert all(f"`{folder}/`" in index for folder in FOLDERS), "benchmarks/results/README.md has a line per folder"
+
+
+def found(folder: Path, cited: str) -> bool:
+    return bool(list(folder.glob(cited))) if "*" in cited else (folder / cited).exists()
+
+
+def test_every_result_a_text_cites_exists():
+    """Specs (``measured_in`` and comments), the READMEs, docs/ and the write-ups beside the records cite paths
+    under benchmarks/results/ (a ``*`` must match a file; templates such as ``<date>`` are not paths); a write-up
+    also cites files by name, beside it or in ``../<folder>/``."""
+    missing = []
+    for text in sorted({p for pattern in CITING for p in ROOT.glob(pattern)}):
+        for cited in CITED.findall(text.read_text()):
+            cited = cited.rstrip(".")
+            if not TEMPLATE.search(cited) and not found(ROOT, cited):
+                missing.append(f"{text.relative_to(ROOT)}: {cited}")
+        if text.parent.parent == RESULTS:   # a write-up beside records
+            missing += [f"{text.relative_to(ROOT)}: {name}" for name in WRITE_UP_CITES.findall(text.read_text())
+                        if not name.startswith("-") and not found(text.parent, name)]
+    assert missing == [], missing

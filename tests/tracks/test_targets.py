@@ -14,8 +14,9 @@ from workshop import targets
 from workshop.cli import main
 from workshop.records import measurement_code
 
-TRANSPOSE_RATIOS = RESULTS / "transpose-20261202-132019.json"   # ratios of a real run, in the benchmark's format
-GEMM_RATIOS = RESULTS / "gemm-20261202-153234.json"
+# ratios of real runs, in the benchmarks' format
+TRANSPOSE_RATIOS = RESULTS / "transpose" / "transpose-20261202-132019.json"
+GEMM_RATIOS = RESULTS / "gemm" / "gemm-20261202-153234.json"
 
 
 def current(record: Path, track: str, folder: Path, name: str = "") -> Path:
@@ -72,7 +73,7 @@ def test_write_changes_only_the_target_lines_and_names_the_records(tmp_path, cap
 
 def test_several_records_take_each_kernels_lowest_ratio(tmp_path):
     spec = load_spec("gemm")
-    earlier = current(RESULTS / "gemm-20261202-144842.json", "gemm", tmp_path)
+    earlier = current(RESULTS / "gemm" / "gemm-20261202-144842.json", "gemm", tmp_path)
     later = current(GEMM_RATIOS, "gemm", tmp_path)
     lowest = targets.lowest_ratios([later, earlier], spec)
     one = targets.lowest_ratios([later], spec)
@@ -99,7 +100,7 @@ def test_measured_targets_must_name_their_records_and_only_they(tmp_path):
 
 
 def test_records_without_ratios_and_targets_under_a_floor_are_refused(tmp_path, capsys):
-    nbgrader_run = current(RESULTS / "transpose-nbgrader-gpu-20261203-104539.json", "transpose", tmp_path)
+    nbgrader_run = current(RESULTS / "transpose" / "transpose-nbgrader-gpu-20261203-104539.json", "transpose", tmp_path)
     assert main(["targets", "transpose", str(nbgrader_run)]) == 2
     assert "holds no measured ratio" in capsys.readouterr().err
     spec_file = tmp_path / "spec.toml"

@@ -232,7 +232,7 @@ def test_step_6s_k_loop_is_little_more_than_ldmatrix_and_mma(compiled, kernel_id
     """What step 6 teaches beyond its warp tile: copy loops with compile-time trip counts and ldmatrix offsets
     computed once leave no loop inside the K loop and fewer than 2.5 instructions an HMMA (with step 5's copy
     loops, step 6's K loop held 444 instructions for 64 HMMA and two loops, and issued 5.6 an mma.sync on the
-    H200: benchmarks/results/tensorcores-gpu-20261204.md)."""
+    H200: benchmarks/results/tensorcores/tensorcores-gpu-20261204.md)."""
     function = SPEC.kernel(kernel_id).function
     instructions, hmma, inner = k_loop(sass.disassemble(compiled[kernel_id].cubin)[function])
     assert inner == 0 and hmma == 64
