@@ -12,6 +12,7 @@ import pytest
 from graders import tracks
 from graders.cuda_engine.spec import load_spec
 from graders.settings import RESULTS, ROOT
+from workshop import records
 from workshop.records import WORKLOGS, grading_code, measurement_code, new_gemm_record, warptiling_goal_line
 
 
@@ -119,6 +120,22 @@ def test_every_result_is_in_its_tracks_folder_or_the_platforms():
     assert misplaced == [], f"each result is in benchmarks/results/<folder>/, one of {sorted(FOLDERS)}"
     index = (RESULTS / "README.md").read_text()
     assert all(f"`{folder}/`" in index for folder in FOLDERS), "benchmarks/results/README.md has a line per folder"
+
+
+def test_a_record_goes_to_its_tracks_folder_or_the_platforms(tmp_path, monkeypatch):
+    """A track's record (a measurement of its code, or a run of it) in its folder, the rest in platform/; a copy
+    in $OUT, unless $OUT is that folder."""
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    monkeypatch.setenv("OUT", str(tmp_path / "gemm"))
+    probe = records.write_gpu_record("counter-probe-gemm", "a measurement", {}, track="gemm")
+    run = records.write_gpu_record("gemm-track-nbgrader-gpu", "a run", {}, folder="gemm")
+    (tmp_path / "out").mkdir()
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    attack = records.write_gpu_record("sandbox-include-attack-gpu", "not one track's", {})
+    assert (probe.parent, run.parent, attack.parent) == (tmp_path / "gemm", tmp_path / "gemm", tmp_path / "platform")
+    assert json.loads(probe.read_text())["measurement_code"] == measurement_code("gemm")
+    assert "track" not in json.loads(run.read_text())
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [attack.name]
 
 
 def found(folder: Path, cited: str) -> bool:
