@@ -1,5 +1,6 @@
-"""How steady a grade is: each reference kernel graded several times, each time in its own grading child,
-and the same kernel timed by an independent one-process timer.
+"""How steady a grade is: each reference kernel graded several times, each round of the track's kernels in one
+grading child as ``nbgrader autograde`` grades a submission, and the same kernel timed by an independent
+one-process timer.
 
     python -m benchmarks.regrade_spread --track transpose --regrades 5
     python -m benchmarks.regrade_spread --track gemm --kernels warptiling,vectorized,blocktile1d
@@ -20,6 +21,7 @@ import statistics
 
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import KernelSpec, load_spec, resolve_geometry
+from graders.sandbox.session import ChildSession
 from workshop.records import write_gpu_record
 
 
@@ -28,17 +30,31 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
-def regrade(track: str, kernel: KernelSpec, regrades: int, budget_s: float | None) -> dict:
-    runs = []
+def regrade(track: str, kernels: list[KernelSpec], regrades: int, budget_s: float | None) -> dict[str, dict]:
+    """Each kernel's reference graded ``regrades`` times; each round grades every kernel in one grading child,
+    as ``nbgrader autograde`` grades a submission (`graders.sandbox.session.ChildSession`)."""
+    runs: dict[str, list[dict]] = {k.id: [] for k in kernels}
+    failed: dict[str, dict] = {}
     for _ in range(regrades):
-        result = grade_kernel(track, kernel.id, kernel.reference.read_text(), budget_s=budget_s, sanitize=False,
-                              profile=False)
-        if not result.ok:
-            return {"status": str(result.status), "message": result.message}
-        timing = result.details["timing"]
-        runs.append({"ratio": timing["ratio"], "kernel_s": timing["kernel"]["median_s"],
-                     "baseline_s": timing["baseline"]["median_s"], "samples": timing["kernel"]["samples"],
-                     "points": result.points, "clocks_after": result.details.get("clocks_after")})
+        with ChildSession():
+            for kernel in kernels:
+                if kernel.id in failed:
+                    continue
+                result = grade_kernel(track, kernel.id, kernel.reference.read_text(), budget_s=budget_s,
+                                      sanitize=False, profile=False)
+                if not result.ok:
+                    failed[kernel.id] = {"status": str(result.status), "message": result.message}
+                    continue
+                timing = result.details["timing"]
+                runs[kernel.id].append({
+                    "ratio": timing["ratio"], "kernel_s": timing["kernel"]["median_s"],
+                    "baseline_s": timing["baseline"]["median_s"], "samples": timing["kernel"]["samples"],
+                    "points": result.points, "clocks_after": result.details.get("clocks_after"),
+                    "phases": result.details.get("phases")})
+    return {kernel.id: failed.get(kernel.id) or summary(kernel, runs[kernel.id]) for kernel in kernels}
+
+
+def summary(kernel: KernelSpec, runs: list[dict]) -> dict:
     return {"runs": runs, "shape": list(kernel.perf_shape),
             "ratio": min(r["ratio"] for r in runs),   # the lowest: what `workshop targets` sets targets from
             "ratio_spread": spread([r["ratio"] for r in runs]),
@@ -92,10 +108,9 @@ def main() -> None:
     args = parser.parse_args()
     spec = load_spec(args.track)
     ids = args.kernels.split(",") if args.kernels else list(spec.kernels)
-    kernels = {}
+    kernels = regrade(args.track, [spec.kernel(k) for k in ids], args.regrades, args.budget)
     for kernel_id in ids:
         kernel = spec.kernel(kernel_id)
-        kernels[kernel_id] = regrade(args.track, kernel, args.regrades, args.budget)
         if "runs" in kernels[kernel_id]:
             kernels[kernel_id]["independent"] = independent = independent_ratio(args.track, kernel, args.reps)
             independent["vs_grader"] = kernels[kernel_id]["median_ratio"] / independent["ratio"] - 1
@@ -104,8 +119,9 @@ def main() -> None:
                                   f"{row['kernel_spread']:.2%}, baseline {row['baseline_spread']:.2%}); independent "
                                   f"{row['independent']['ratio']:.4f} ({row['independent']['vs_grader']:+.2%})"
                                   if "runs" in row else f"{row['status']}: {row['message']}"), flush=True)
-    write_gpu_record(f"regrade-spread-{args.track}", f"{args.regrades} regrades of each {args.track} reference in "
-                     "separate grading children, and an independent one-process timer",
+    write_gpu_record(f"regrade-spread-{args.track}", f"{args.regrades} regrades of each {args.track} reference, "
+                     "each round one grading child for every kernel (as autograde grades a submission), and an "
+                     "independent one-process timer",
                      {"budget_s": args.budget or spec.time_budget_s, "kernels": kernels}, track=args.track)
 
 

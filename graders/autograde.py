@@ -65,6 +65,7 @@ from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.result import collect
 from graders.sandbox.capped_output import CappedText, shorten
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
+from graders.sandbox.session import ChildSession
 from graders.submission import (MAX_NOTEBOOK_BYTES, HiddenCall, Submission, SubmissionError, file_problem,
                                 hidden_call, notebook_problem)
 
@@ -271,7 +272,8 @@ class _Grading:
     Tests run ``workers`` at a time (each grades in sandboxed children; the tests of one kernel share a
     child, and one of them waits for the other), except those that time kernels
     (`graders.hidden_tests.RUN_ALONE`): they run one by one once the others and the notebook are done, so
-    that nothing else runs on the worker while they measure."""
+    that nothing else runs on the worker while they measure, in one `graders.sandbox.session.ChildSession`
+    (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces)."""
 
     def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
                  time_limit: float, refused: str = ""):
@@ -296,8 +298,9 @@ class _Grading:
                 self.outputs.update(zip(together, pool.map(self._grade, together)))
             if alone:
                 self.notebook_done.wait()
-            for grade_id in alone:
-                self.outputs[grade_id] = self._grade(grade_id)
+            with ChildSession():    # one grading child for the submission's timed kernels
+                for grade_id in alone:
+                    self.outputs[grade_id] = self._grade(grade_id)
         except BaseException as exc:   # a worker that cannot grade (no GPU, no sandbox): the caller re-raises
             self.failure = exc
 
@@ -333,6 +336,8 @@ class _Grading:
                     points = HIDDEN_TESTS[call.function](*args, **kwargs)
                 finally:
                     self.results[grade_id] = [r.as_dict() for r in results]
+                    for line in phase_lines(grade_id, results):
+                        self.log.info("%s", line)
         except (NeedsGPUWorker, SandboxUnavailable) as exc:   # this worker cannot grade: record nothing
             self.log.error("%s: %s", grade_id, exc)
             raise
@@ -348,6 +353,13 @@ class _Grading:
     def _late(self) -> list[NotebookNode]:
         return _outputs("", error=TimeoutError(f"not graded: the hidden tests of this submission ran past "
                                                f"{self.time_limit:g} s (the cap on one submission's grading)"))
+
+
+def phase_lines(grade_id: str, results) -> list[str]:
+    """A line for the TA's log per graded kernel that records where its grading's time went (``phases``)."""
+    return [f"{grade_id}: {r.test} took " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in
+                                                       r.details["phases"].items())
+            for r in results if r.details.get("phases")]
 
 
 def _hidden_call(cell: NotebookNode) -> tuple[str, HiddenCall | Exception]:

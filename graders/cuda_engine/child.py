@@ -24,7 +24,9 @@ Phases (`check_and_time`), each stopping at the first failure:
 A kernel whose SASS misses its problem's requirements (`Problem.sass_requirements`: no tensor cores in an
 FP32 GEMM) is still checked and timed, then gets status ``unmet``: correctness points only.
 A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
-one, which is why each kernel is graded in its own child.
+one. A child may grade the next kernel of the same submission (`reusable`, `graders.sandbox.session`) only
+after a grading whose kernel never ran or ran right everywhere; after anything else the next kernel gets a
+fresh process.
 
 Everything but the CUDA calls lives in `Bench` and `check_and_time`, which run on any torch device: the CPU
 tests drive them with CPU tensors, Python "kernels" and a stand-in timer. `Harness` is the GPU bench.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 
 import numpy as np
 
@@ -340,6 +343,19 @@ def mismatch(out, expected, atol: float) -> str:
             f"got {got:.{digits}g}{never}")
 
 
+class Phases:
+    """Seconds spent in each phase of a grading, written into ``seconds`` (name -> seconds, 3 decimals): `done`
+    closes the phase that began at the previous `done` (or at creation)."""
+
+    def __init__(self, seconds: dict):
+        self.seconds, self._since = seconds, time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._since, 3)
+        self._since = now
+
+
 def _is_cuda_error(exc: Exception) -> bool:
     return "CUDA" in type(exc).__name__ or "CUDA" in str(exc)
 
@@ -352,28 +368,37 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
     """Phases 1-4 of the module docstring on ``bench``: the answer's measurements, status and message.
     A CUDA error gives status ``crashed``; any other exception is the grader's own and propagates."""
     result: dict = {"precision": bench.problem.precision} if bench.problem.precision else {}
+    phases = result["phases"] = {}    # seconds of each phase that ran (`Phases`)
+    clock = Phases(phases)
     phase = "compiling"
     try:
         try:
             result["compile"] = bench.load(source, kernel.function)
         except CompileError as exc:
             return result | {"status": Status.COMPILE_ERROR, "message": str(exc)}
+        finally:
+            clock.done("compile")
         unmet = []
         if bench.problem.sass_requirements:
             unmet = bench.sass_failures(kernel.function)
             result["sass"] = {"requirements": list(bench.problem.sass_requirements), "unmet": unmet}
+            clock.done("sass")
         phase = "checking correctness"
         result["checks"] = checks = []
         for shape in kernel.check_shapes:
             checks.append(bench.check(shape))
             if not checks[-1]["ok"]:
+                clock.done("correctness")
                 return result | {"status": checks[-1]["status"], "message": checks[-1]["message"]}
         bench.release()
+        clock.done("correctness")
         phase = "timing"
         try:
             result["timing"] = timing = bench.time(kernel.perf_shape, budget_s)
         except TimedLaunchFailed as failed:
             return result | {"status": failed.status, "message": str(failed)}
+        finally:
+            clock.done("timing")
         result["clocks_after"] = bench.clocks()
         bench.release()
         phase = "re-checking correctness after timing"
@@ -381,8 +406,10 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
             check = bench.check(shape)
             checks.append(check | {"after_timing": True})
             if not check["ok"]:
+                clock.done("recheck")
                 return result | {"status": check["status"], "message": "after being timed, the kernel's results "
                                  "were wrong (does it skip work or reuse old results?) " + check["message"]}
+        clock.done("recheck")
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
@@ -394,7 +421,20 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
     return result | {"status": Status.IMPLAUSIBLE if too_fast else Status.OK, "message": too_fast}
 
 
+# a grading whose kernel ran and was right everywhere, or never ran: the process may grade the submission's next
+# kernel (`graders.sandbox.session`); after a CUDA error, a wrong result or a write outside the output, a fresh one
+SERVES_AGAIN = frozenset({Status.OK, Status.IMPLAUSIBLE, Status.UNMET, Status.COMPILE_ERROR})
+
+
+def reusable(answer: dict) -> bool:
+    return answer.get("status") in SERVES_AGAIN
+
+
 def handle(request: dict) -> dict:
+    """One kernel's grading (`check_and_time`); ``phases`` adds ``setup`` (spec, problem and torch imported) and
+    ``cuda_start`` (the device, its stream and the environment record) to the phases' seconds."""
+    setup = {}
+    clock = Phases(setup)
     spec = load_spec(request["spec_path"])
     kernel: KernelSpec = spec.kernel(request["kernel_id"])
     geometry = resolve_geometry(kernel, request.get("block"), request.get("tile"), request.get("params"))
@@ -408,6 +448,7 @@ def handle(request: dict) -> dict:
                                                           "tile": list(geometry.tile)}, "seed": seed}
     if geometry.params:
         result["geometry"]["params"] = dict(geometry.params)
+    clock.done("setup")
     try:
         harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed)
         result["environment"] = environment()
@@ -415,4 +456,6 @@ def handle(request: dict) -> dict:
         if not _is_cuda_error(exc):
             raise
         return result | _crashed("starting CUDA", exc)
-    return result | check_and_time(harness, kernel, request["source"], float(request.get("budget_s", 10.0)))
+    clock.done("cuda_start")
+    graded = check_and_time(harness, kernel, request["source"], float(request.get("budget_s", 10.0)))
+    return result | graded | {"phases": setup | graded["phases"]}

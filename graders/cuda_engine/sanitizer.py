@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from graders.cuda_engine.problems import Shape, problem
@@ -95,12 +96,19 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
     """Run the kernel of ``request`` (the grading child's request) once under each tool at `sanitize_shape`, the
     tools' children side by side (nothing is timed after the grading child).
 
-    ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding (in ``tools``' order) or ''}``.
+    ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding (in ``tools``' order) or '',
+    "seconds": {tool: its run's wall seconds}}``.
     Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
     tool_binary()
     shape = sanitize_shape(kernel, geometry)
     launch = request | {"shape": list(shape)}
+    def timed(tool: str) -> tuple[str, float]:
+        started = time.monotonic()
+        finding = run_tool(tool, CHILD, launch, env, kernel.function)
+        return finding, round(time.monotonic() - started, 3)
+
     with ThreadPoolExecutor(max_workers=max(len(tools), 1)) as pool:
-        runs = [pool.submit(run_tool, tool, CHILD, launch, env, kernel.function) for tool in tools]
-        found = {tool: run.result() for tool, run in zip(tools, runs)}
-    return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), "")}
+        runs = dict(zip(tools, pool.map(timed, tools)))
+    found = {tool: finding for tool, (finding, _) in runs.items()}
+    return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), ""),
+            "seconds": {tool: seconds for tool, (_, seconds) in runs.items()}}

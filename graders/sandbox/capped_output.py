@@ -1,9 +1,10 @@
 """What a grading child sends back, read with every stream capped: student code decides how much it writes, the
 grader decides how much of it is kept.
 
-`communicate` stands in for `subprocess.Popen.communicate` in `graders.sandbox.run.run_child`. One selector loop
-writes the request to the child's stdin and reads its stdout, its stderr and its private answer pipe side by
-side, so the child never blocks on a full pipe:
+`communicate` stands in for `subprocess.Popen.communicate` in `graders.sandbox.run.run_child`, and `Pipes` serves a
+child that answers several requests (`graders.sandbox.session`). One selector loop writes the request to the
+child's stdin and reads its stdout, its stderr and its private answer pipe side by side, so the child never blocks
+on a full pipe:
 
 - of stdout and of stderr, only the last `TAIL_BYTES` are kept (`Tail`); everything before is read, counted and
   dropped;
@@ -64,7 +65,7 @@ class Tail:
 
 @dataclass
 class Exchange:
-    """What came back from one child."""
+    """What came back from one child, or from one request to a child that serves several (`Pipes`)."""
 
     stdout: Tail
     stderr: Tail
@@ -73,66 +74,108 @@ class Exchange:
     timed_out: bool           # the child was killed at its deadline
 
 
+class Pipes:
+    """A child's stdin, stdout, stderr and private answer pipe, served by one selector loop (`pump`): what is
+    queued for stdin (`send`) is written as the child reads it; stdout and stderr are read into tails (`Tail`) and the
+    answer pipe into ``answer``, at most `ANSWER_BYTES` of it (one byte more and that pipe is closed). `reset`
+    starts a new exchange with the same child: fresh tails and an empty answer."""
+
+    def __init__(self, proc: subprocess.Popen, answer_fd: int):
+        self.proc, self.answer_fd = proc, answer_fd
+        self.stdin = proc.stdin.fileno()
+        os.set_blocking(self.stdin, False)
+        self.selector = selectors.DefaultSelector()
+        self.open_fds = {proc.stdout.fileno(), proc.stderr.fileno(), answer_fd, self.stdin}
+        for fd in self.open_fds - {self.stdin}:
+            self.selector.register(fd, selectors.EVENT_READ)
+        self.pending, self.close_stdin = memoryview(b""), False
+        self.reset()
+
+    def reset(self) -> None:
+        self.stdout, self.stderr = Tail(), Tail()
+        self.answer, self.over = bytearray(), False
+
+    def send(self, data: bytes, *, then_close: bool) -> None:
+        """Queue ``data`` for the child's stdin; ``then_close``: close stdin once it is written."""
+        self.pending, self.close_stdin = memoryview(data), then_close
+        if self.stdin in self.open_fds:
+            self.selector.register(self.stdin, selectors.EVENT_WRITE)
+
+    @property
+    def readers_open(self) -> bool:
+        return bool(self.open_fds - {self.stdin})
+
+    def _close(self, fd: int) -> None:
+        if fd not in self.open_fds:
+            return
+        if fd in self.selector.get_map():
+            self.selector.unregister(fd)
+        self.open_fds.discard(fd)
+        if fd == self.answer_fd:
+            os.close(fd)
+        elif fd == self.stdin:
+            self.proc.stdin.close()
+
+    def pump(self, until: float, done: Callable[[], bool]) -> None:
+        """Serve the pipes until ``done()``, every reader is closed, or the monotonic clock reaches ``until``."""
+        tails = {self.proc.stdout.fileno(): self.stdout, self.proc.stderr.fileno(): self.stderr}
+        while self.readers_open and not done() and (left := until - time.monotonic()) > 0:
+            for key, _ in self.selector.select(left):
+                fd = key.fd
+                if fd == self.stdin:
+                    self._write()
+                    continue
+                chunk = os.read(fd, CHUNK)
+                if not chunk:
+                    self._close(fd)
+                elif fd == self.answer_fd:
+                    self.answer.extend(chunk)
+                    if len(self.answer) > ANSWER_BYTES:
+                        self.over = True
+                        del self.answer[ANSWER_BYTES:]
+                        self._close(fd)
+                else:
+                    tails[fd].feed(chunk)
+
+    def _write(self) -> None:
+        try:
+            self.pending = self.pending[os.write(self.stdin, self.pending[:CHUNK]):]
+        except BlockingIOError:
+            return
+        except BrokenPipeError:      # the child stopped reading: the rest of the request is moot
+            self.pending = self.pending[:0]
+        if not self.pending:
+            if self.close_stdin:
+                self._close(self.stdin)
+            else:
+                self.selector.unregister(self.stdin)
+
+    def exchange(self, timed_out: bool) -> Exchange:
+        return Exchange(self.stdout, self.stderr, bytes(self.answer), self.over, timed_out)
+
+    def close(self) -> None:
+        for fd in list(self.open_fds):
+            self._close(fd)
+        self.selector.close()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
 def communicate(proc: subprocess.Popen, request: bytes, answer_fd: int, timeout_s: float,
                 kill: Callable[[], None]) -> Exchange:
     """Send ``request`` on ``proc``'s stdin and read its stdout, stderr and the answer pipe ``answer_fd`` (which
     this closes) until the child has exited with every pipe closed, or until ``timeout_s``, when ``kill`` is
     called (as it is when reading fails). Returns once ``proc`` has been waited for."""
     deadline = time.monotonic() + timeout_s
-    stdout, stderr = Tail(), Tail()
-    tails = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr}
-    stdin = proc.stdin.fileno()
-    answer = bytearray()
-    over = timed_out = False
-    pending = memoryview(request)
-    os.set_blocking(stdin, False)
-    selector = selectors.DefaultSelector()
-    for fd in (*tails, answer_fd):
-        selector.register(fd, selectors.EVENT_READ)
-    selector.register(stdin, selectors.EVENT_WRITE)
-    open_fds = {*tails, answer_fd, stdin}
-
-    def close(fd: int) -> None:
-        selector.unregister(fd)
-        open_fds.discard(fd)
-        if fd == answer_fd:
-            os.close(fd)
-        elif fd == stdin:
-            proc.stdin.close()
-
-    def pump(until: float) -> None:
-        nonlocal pending, over
-        while open_fds - {stdin} and (left := until - time.monotonic()) > 0:
-            for key, _ in selector.select(left):
-                fd = key.fd
-                if fd == stdin:
-                    try:
-                        pending = pending[os.write(fd, pending[:CHUNK]):]
-                    except BlockingIOError:
-                        continue
-                    except BrokenPipeError:      # the child stopped reading: the rest of the request is moot
-                        pending = pending[:0]
-                    if not pending:
-                        close(fd)
-                    continue
-                chunk = os.read(fd, CHUNK)
-                if not chunk:
-                    close(fd)
-                elif fd == answer_fd:
-                    answer.extend(chunk)
-                    if len(answer) > ANSWER_BYTES:
-                        over = True
-                        del answer[ANSWER_BYTES:]
-                        close(fd)
-                else:
-                    tails[fd].feed(chunk)
-
+    pipes = Pipes(proc, answer_fd)
+    pipes.send(request, then_close=True)
+    timed_out = False
     try:
-        pump(deadline)
-        if open_fds - {stdin}:
+        pipes.pump(deadline, lambda: False)
+        if pipes.readers_open:
             timed_out = True
             kill()
-            pump(time.monotonic() + GRACE_S)
+            pipes.pump(time.monotonic() + GRACE_S, lambda: False)
         else:
             try:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -143,13 +186,9 @@ def communicate(proc: subprocess.Popen, request: bytes, answer_fd: int, timeout_
         kill()
         raise
     finally:
-        for fd in list(open_fds):
-            close(fd)
-        selector.close()
-        proc.stdout.close()
-        proc.stderr.close()
+        pipes.close()
         proc.wait()
-    return Exchange(stdout, stderr, bytes(answer), over, timed_out)
+    return pipes.exchange(timed_out)
 
 
 class CappedText(io.TextIOBase):

@@ -212,6 +212,7 @@ def run_child(
     gpu: bool = False,
     env: dict[str, str] | None = None,
     wrapper: tuple[str, ...] = (),
+    reusable: bool = False,
 ) -> ChildResult:
     """Run ``handler`` (a module path with a ``handle`` function) on ``request`` in a fresh sandbox.
 
@@ -223,36 +224,55 @@ def run_child(
     child on top of the sandbox's allowlisted environment (``PYTHONPATH`` directories become visible).
     Raises `SandboxUnavailable` when there is no sandbox (see ``WORKSHOP_SANDBOX``).
 
+    ``reusable`` (a handler that may serve several requests, see `graders.sandbox.child`): inside a
+    `graders.sandbox.session.ChildSession` of this thread, the session's child answers, with the same caps and
+    limit; elsewhere a fresh child, as always.
+
     What comes back is capped (`graders.sandbox.capped_output`): the last 4 KiB of stdout and of stderr (a line
     before them says how many bytes were dropped), an answer of at most 1 MiB (a larger one is a crash that
     says so); a child still writing at its deadline is killed all the same.
     """
+    from graders.sandbox import session   # it builds on this module
+    serving = session.current() if reusable and not wrapper else None
+    if serving is not None:
+        return serving.run(handler, request, timeout_s=timeout_s, memory_bytes=memory_bytes, gpu=gpu, env=env)
     read_fd, write_fd = os.pipe()
     try:
-        extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
-        # the child's entry point is this package: importable in the child however it was installed
-        pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-        extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
-        argv = sandbox_argv([*wrapper, sys.executable, "-m", "graders.sandbox.child", handler, str(write_fd)],
-                            Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra)
+        argv = child_argv([*wrapper, sys.executable, "-m", "graders.sandbox.child", handler, str(write_fd)],
+                          gpu=gpu, memory_bytes=memory_bytes, env=env)
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)
         raise
     start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        pass_fds=(write_fd,),
-        start_new_session=True,
-    )
-    os.close(write_fd)
+    proc = start_child(argv, write_fd)
     # every stream is capped: the child decides how much it writes, not how much of it is kept
     got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
                                     kill=lambda: _kill_group(proc))
-    seconds = time.monotonic() - start
+    return child_result(got, proc.returncode, timeout_s, time.monotonic() - start)
+
+
+def child_argv(command: list[str], *, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None) -> list[str]:
+    """The sandboxed argv of a grading child's ``command`` (see `run_child`)."""
+    extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
+    # the child's entry point is this package: importable in the child however it was installed
+    pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
+    return sandbox_argv(command, Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra)
+
+
+def start_child(argv: list[str], answer_fd: int) -> subprocess.Popen:
+    """Start a child with piped stdio and the write end ``answer_fd`` of its answer pipe (closed here)."""
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(answer_fd,), start_new_session=True)
+    finally:
+        os.close(answer_fd)
+
+
+def child_result(got: capped_output.Exchange, returncode: int | None, timeout_s: float,
+                 seconds: float) -> ChildResult:
+    """The `ChildResult` of one exchange with a child whose exit status is ``returncode`` (None: still running)."""
     stderr, stdout = got.stderr.text("stderr"), got.stdout.text("stdout")
     if got.timed_out:
         confine.remove_stale_cgroups()
@@ -266,8 +286,8 @@ def run_child(
         return ChildResult("crashed", message=f"the answer was larger than {capped_output.ANSWER_BYTES} bytes "
                            "(the cap on a grading child's answer)", stderr=stderr, seconds=seconds, stdout=stdout)
     raw = got.answer
-    if proc.returncode != 0 or not raw:
-        return ChildResult("crashed", message=_crash_message(proc.returncode, stderr), stderr=stderr,
+    if (returncode is not None and returncode != 0) or not raw:
+        return ChildResult("crashed", message=_crash_message(returncode or 0, stderr), stderr=stderr,
                            seconds=seconds, stdout=stdout)
     try:
         answer = json.loads(raw)

@@ -341,6 +341,8 @@ def test_a_correct_kernel_is_checked_timed_and_checked_again(kind):
     timing = result["timing"]
     assert timing["shape"] == list(kernel.perf_shape) and timing["verified_launches"] == SAMPLES
     assert timing["ratio"] == 2.0 and timing["kernel"]["samples"] == SAMPLES and timing["ceiling"] == {}
+    assert list(result["phases"]) == ["compile", "correctness", "timing", "recheck"]
+    assert all(seconds >= 0 for seconds in result["phases"].values())
 
 
 @pytest.mark.parametrize("kind", sorted(CORRECT))
@@ -541,6 +543,7 @@ def test_a_compile_error_is_reported_before_anything_runs():
         def load(self, source, function):
             raise CompileError("Your CUDA code did not compile: line 3: error")
     result = child.check_and_time(NoCompiler("transpose", transpose), small_kernel("transpose"), "src", BUDGET_S)
+    assert result.pop("phases").keys() == {"compile"}
     assert result == {"status": "compile_error", "message": "Your CUDA code did not compile: line 3: error"}
 
 

@@ -291,9 +291,11 @@ def test_sanitize_runs_the_tools_asked_for_and_reports_the_first_finding_in_thei
     assert list(checked["tools"]) == ["racecheck", "initcheck", "memcheck"]
     assert all(run["request"] == {"seed": 5, "shape": [33, 65]} and run["handler"] == sanitizer.CHILD
                for run in tool.runs)
+    seconds = checked.pop("seconds")
     assert checked == {"shape": [33, 65], "tools": {"racecheck": "", "initcheck": sanitizer.findings(
         "initcheck", INITCHECK), "memcheck": sanitizer.findings("memcheck", MEMCHECK)},
         "failure": sanitizer.findings("initcheck", INITCHECK)}
+    assert list(seconds) == ["racecheck", "initcheck", "memcheck"] and all(s >= 0 for s in seconds.values())
     assert sanitizer.CHILD == "graders.cuda_engine.launch_child" and sanitizer.TOOLS == (
         "memcheck", "racecheck", "initcheck")
 
@@ -313,6 +315,7 @@ def test_a_clean_kernel_has_no_failure_and_every_run_gets_the_grading_childs_env
     kernel, geometry = padded
     env = {"PYTHONPATH": "/graders"}
     checked = sanitizer.sanitize({"seed": 5}, kernel, geometry, env)
+    assert set(checked.pop("seconds")) == set(sanitizer.TOOLS)
     assert checked == {"shape": [33, 65], "tools": dict.fromkeys(sanitizer.TOOLS, ""), "failure": ""}
     assert [run["env"] for run in tool.runs] == [env] * 3
 
