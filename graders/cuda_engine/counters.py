@@ -5,9 +5,18 @@ hides), since speed alone cannot tell those steps apart.
 
 A kernel's spec names the rule (`graders.cuda_engine.spec.CounterRule`): a metric of `METRICS`, the kernel
 whose reference is its naive form (``relative_to``), and ``at_most``. `measure` profiles the student's kernel
-and that reference, each launched once at the kernel's ``perf_shape`` in a sandboxed child
-(`graders.cuda_engine.launch_child`) wrapped in ``ncu`` (only the named kernel is profiled), and says whether
-the student's count is at most ``at_most`` x the reference's.
+launched once at the kernel's ``perf_shape`` in a sandboxed child (`graders.cuda_engine.launch_child`) wrapped in
+``ncu`` (only the named kernel is profiled), takes the reference's count at the same shape (`reference_count`),
+and gives the share of the speed points the rule leaves (`graders.cuda_engine.scoring.counter_share`: all at most
+``at_most`` x the reference's count, none at or above it, a log scale between); `scale_lines` shows the student
+where their count sits on that scale.
+
+The reference's count depends on nothing a submission brings (its inputs come from a fixed seed,
+`REFERENCE_SEED`), so each process keeps the counts it measured: a worker
+profiles a reference once and then only the students' kernels. The key is everything the count depends on: the
+GPU's name, the ncu program, the code a profiled launch runs (`measuring_code`), the spec's file and the
+reference kernel's id, kind, function and geometry, the hash of the reference's source, the metric and the
+shape. A failed count is never kept.
 
 On a GPU worker ncu is required (`ncu_binary`: found by `graders.cuda_engine.sass.find_tool`, ``WORKSHOP_NCU``,
 else ``PATH``, else the CUDA toolkit); without it grading stops with `ProfilerMissing`.
@@ -15,12 +24,15 @@ else ``PATH``, else the CUDA toolkit); without it grading stops with `ProfilerMi
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
 from pathlib import Path
 
+from graders import settings
 from graders.cuda_engine.sass import find_tool
+from graders.cuda_engine.scoring import counter_share
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec
-from graders.gpu import NeedsGPUWorker
+from graders.gpu import NeedsGPUWorker, detect_gpu
 from graders.sandbox.run import run_child
 
 NSIGHT_COMPUTE_HOME = "/opt/nvidia/nsight-compute"   # one folder per version
@@ -40,6 +52,9 @@ METRICS = {
 }
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0
+REFERENCE_SEED = 0   # the reference's inputs: fixed, so its count depends on nothing the submission brings
+
+_reference_counts: dict[tuple, int] = {}   # `reference_count`'s successful counts, for this process's life
 
 
 class ProfilerMissing(NeedsGPUWorker):
@@ -116,21 +131,86 @@ def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int
     return sum(row.values())
 
 
+def measuring_code() -> str:
+    """A hash of the code a profiled launch runs: the grader package and every track's ``problem.py``."""
+    digest = hashlib.sha256()
+    files = [*sorted(settings.PACKAGE_ROOT.glob("graders/**/*.py")), *sorted(settings.TRACKS.glob("*/problem.py"))]
+    for path in files:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: str,
+                    env: dict[str, str]) -> tuple[int, bool]:
+    """(``metric`` of one launch of ``naive``'s reference at ``shape``, whether this process had counted it
+    already), launched as the student's ``request`` names the spec and caps the GPU memory, on `REFERENCE_SEED`'s
+    inputs: profiled once per process and key (see the module's docstring), then kept."""
+    source = naive.reference.read_text()
+    gpu = detect_gpu()
+    key = (gpu.name if gpu else None, str(ncu_binary()), measuring_code(), request["spec_path"], naive.id,
+           naive.kind, naive.function, naive.geometry, hashlib.sha256(source.encode()).hexdigest(), metric,
+           tuple(shape))
+    if key in _reference_counts:
+        return _reference_counts[key], True
+    reference_request = {"spec_path": request["spec_path"], "kernel_id": naive.id, "shape": list(shape),
+                         "source": source, "seed": REFERENCE_SEED,
+                         "memory_fraction": request.get("memory_fraction", 0.25)}
+    _reference_counts[key] = counted = count(reference_request, naive.function, metric, env)
+    return counted, False
+
+
 def measure(spec: AssignmentSpec, kernel: KernelSpec, request: dict, env: dict[str, str]) -> dict:
-    """The student's count and the ``relative_to`` reference's, both at the kernel's ``perf_shape``, and '' or why
-    the rule fails (``failure``). Raises `ProfilerMissing` without ncu, `ProfilingFailed` when it counts nothing."""
+    """The student's count and the ``relative_to`` reference's, both at the kernel's ``perf_shape``, the share of
+    the speed points they leave (``share``), and '' or why that is less than all of them (``failure``). Raises
+    `ProfilerMissing` without ncu, `ProfilingFailed` when it counts nothing."""
     rule = kernel.counter
     naive = spec.kernel(rule.relative_to)
     shape = list(kernel.perf_shape)
     yours = count(request | {"shape": shape}, kernel.function, rule.metric, env)
-    reference_request = {"spec_path": request["spec_path"], "kernel_id": naive.id, "shape": shape,
-                         "source": naive.reference.read_text(), "seed": request["seed"],
-                         "memory_fraction": request.get("memory_fraction", 0.25)}
-    theirs = count(reference_request, naive.function, rule.metric, env)
-    allowed = rule.at_most * theirs
-    what = METRICS[rule.metric][1]
-    failure = "" if yours <= allowed else (
-        f"its {what} (ncu, one launch at {' x '.join(map(str, shape))}): {yours:,}, against {theirs:,} for the "
-        f"reference of step {naive.id}; the speed points need at most {rule.at_most:g} x that ({allowed:,.0f})")
-    return {"metric": rule.metric, "ncu_metrics": list(METRICS[rule.metric][0]), "shape": shape, "yours": yours,
-            "reference": theirs, "relative_to": naive.id, "at_most": rule.at_most, "failure": failure}
+    theirs, cached = reference_count(request, naive, shape, rule.metric, env)
+    measured = {"metric": rule.metric, "ncu_metrics": list(METRICS[rule.metric][0]), "shape": shape,
+                "yours": yours, "reference": theirs, "reference_cached": cached, "relative_to": naive.id,
+                "at_most": rule.at_most, "share": counter_share(yours, theirs, rule.at_most)}
+    return measured | {"failure": "" if measured["share"] == 1 else (
+        f"its {METRICS[rule.metric][1]} (ncu, one launch at {_shape(shape)}): {yours:,}, against {theirs:,} for "
+        f"the reference of step {naive.id}; all the speed points need at most {rule.at_most:g} x that "
+        f"({rule.at_most * theirs:,.0f}), {1 / rule.at_most:.3g}x fewer; its count is {_compared(yours, theirs)}, "
+        f"so they are multiplied by {measured['share']:g}{_log(measured)}")}
+
+
+def scale_lines(measured: dict) -> list[str]:
+    """Two lines for the student: the counts and the bound, then where the count sits on the rule's scale and the
+    factor its speed points are multiplied by."""
+    yours, theirs, at_most = measured["yours"], measured["reference"], measured["at_most"]
+    return [f"{METRICS[measured['metric']][1]} (ncu, one launch at {_shape(measured['shape'])}): yours {yours:,}; "
+            f"the reference of {measured['relative_to']} {theirs:,}; the bound {at_most:g} x that, "
+            f"{at_most * theirs:,.0f}",
+            f"on a log scale from as many as the reference's (speed points x 0) to {1 / at_most:.3g}x fewer (x 1), "
+            f"yours is {_compared(yours, theirs)}: speed points x {measured['share']:g}{_log(measured)}"]
+
+
+def _shape(shape) -> str:
+    return " x ".join(map(str, shape))
+
+
+def _compared(yours: int, theirs: int) -> str:
+    """``yours`` against ``theirs``: "7.69x fewer than the reference's", "1.04x more than ...", "0"."""
+    if yours == theirs:
+        return "equal to the reference's"
+    if yours == 0 or theirs == 0:
+        return f"{yours:,}"
+    if yours < theirs:
+        return f"{_factor(theirs / yours)} fewer than the reference's"
+    return f"{_factor(yours / theirs)} more than the reference's"
+
+
+def _factor(x: float) -> str:
+    return f"{x:.2f}x" if x < 10 else f"{x:,.0f}x"
+
+
+def _log(measured: dict) -> str:
+    """How a share between 0 and 1 was reached; '' for 0 and 1."""
+    if measured["share"] in (0, 1):
+        return ""
+    return (f" (log {measured['reference'] / measured['yours']:.2f} / log {1 / measured['at_most']:.3g}, in whole "
+            "hundredths)")

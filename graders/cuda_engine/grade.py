@@ -94,16 +94,21 @@ def _rescored(result: GradeResult, kernel: KernelSpec, status: Status, message: 
 
 
 def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, request: dict) -> GradeResult:
-    """``result`` with the kernel's counter rule applied (`graders.cuda_engine.counters`): a count over the
-    rule keeps the correctness points only (status ``unmet``)."""
+    """``result`` with the kernel's counter rule applied (`graders.cuda_engine.counters`): its speed points
+    multiplied by the rule's share (`graders.cuda_engine.scoring.counter_share`: 1 at the rule's bound, 0 at the
+    reference's count, a log scale between). Short of the bound the status is ``unmet`` whatever the share (the
+    bound is the step's lesson; the points say how far the kernel got), with the share in the message. A result
+    whose speed is not credited already (``implausible``, an unmet SASS requirement) only records the counts."""
     try:
         measured = counters.measure(spec, kernel, request, _child_env())
     except counters.ProfilingFailed as exc:
         return _rescored(result, kernel, Status.GRADER_ERROR, f"the grader failed: {exc}", correct=False)
     if not measured["failure"] or not result.ok:
         return dataclasses.replace(result, details=result.details | {"counter": measured})
-    return _rescored(result, kernel, Status.UNMET, f"correct, but {measured['failure']}", correct=True,
-                     counter=measured)
+    score = score_kernel(kernel, True, result.details.get("timing", {}).get("ratio"), measured["share"])
+    return dataclasses.replace(result, status=Status.UNMET, message=f"correct, but {measured['failure']}",
+                               points=score.total,
+                               details=result.details | {"counter": measured, "score": score.as_dict()})
 
 
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
@@ -163,7 +168,7 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
 
 
 def report(result: GradeResult) -> str:
-    """A few lines for the student: status, speed against the baseline, points."""
+    """A few lines for the student: status, speed against the baseline, a counter rule's scale, points."""
     s = result.details["score"]
     lines = [f"{result.test}: {result.status if result.ok else result.failure_line()}"]
     timing = result.details.get("timing")
@@ -180,9 +185,7 @@ def report(result: GradeResult) -> str:
                          f"{100 * k['throughput'] / probe['throughput']:.1f}% of it (reported, not scored)")
     counter = result.details.get("counter")
     if counter:
-        lines.append(f"  {counter['metric']} (ncu): yours {counter['yours']:,}; the reference of "
-                     f"{counter['relative_to']} {counter['reference']:,} (speed points at most "
-                     f"{counter['at_most']:g} x that)")
+        lines += [f"  {line}" for line in counters.scale_lines(counter)]
     for name, r in (result.details.get("compile", {}).get("resources") or {}).items():
         lines.append(f"  {name}: {resources_summary(r)}")
     lines.append(f"  points: {s['total']:.2f} / {s['max']:g} (correctness {s['correctness']:g}, "

@@ -17,9 +17,10 @@ Perf curve: ``floor`` and ``target`` are ratios of the kernel's speed to the pro
 in the same run (see `graders.cuda_engine.scoring`).
 
 A kernel whose lesson is a hardware counter names it: ``counter = { metric = "shared_bank_conflicts",
-relative_to = "tiled", at_most = 0.05 }`` earns its speed points only when its count is at most ``at_most``
-times the count of the ``relative_to`` kernel's reference, both profiled with Nsight Compute in the same
-grading (`graders.cuda_engine.counters`).
+relative_to = "tiled", at_most = 0.05 }`` earns all its speed points when its count is at most ``at_most``
+times the count of the ``relative_to`` kernel's reference, none at the reference's count or above it, and in
+between a share on a log scale (`graders.cuda_engine.scoring.counter_share`: 7.7x fewer where the rule asks 20x
+earns 0.68 of them); both counts by Nsight Compute (`graders.cuda_engine.counters`).
 """
 from __future__ import annotations
 
@@ -62,7 +63,11 @@ class Geometry:
 
 @dataclass(frozen=True)
 class CounterRule:
-    """Speed points only when the kernel's ``metric`` is at most ``at_most`` x the ``relative_to`` reference's."""
+    """The speed points scaled by the kernel's ``metric`` against the ``relative_to`` reference's: all of them at
+    most ``at_most`` x the reference's count, none at or above it, a log-scale share between
+    (`graders.cuda_engine.scoring.counter_share`). Short of the bound the kernel's status is ``unmet`` (the rule
+    is the step's lesson, not yet learned), whatever share it earns; at ``at_most`` >= 1 the rule is all or
+    nothing."""
 
     metric: str          # a name in `graders.cuda_engine.counters.METRICS`
     relative_to: str     # a kernel id of the same spec: its reference is profiled beside the student's kernel

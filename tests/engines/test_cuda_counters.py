@@ -1,5 +1,6 @@
 """The profiler as a grader, on a machine without a GPU: counter rules in specs, ncu's CSV read, the child
-profiled under ncu, and what a count over the rule does to a kernel's result. (Real ncu runs: tests/gpu.)"""
+profiled under ncu, the reference's count kept per process, and what a count short of the rule's bound does to a
+kernel's result and its report (the scale itself: test_scoring.py). (Real ncu runs: tests/gpu.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,9 @@ import pytest
 
 from graders import tracks
 from graders.cuda_engine import counters, grade
+from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import CounterRule, SpecError, load_spec
-from graders.gpu import NeedsGPUWorker
+from graders.gpu import GpuInfo, NeedsGPUWorker
 from graders.result import GradeResult, Status
 from graders.sandbox.run import ChildResult
 
@@ -47,15 +49,19 @@ def test_a_count_the_kernel_printed_itself_is_not_taken_for_ncus():
 
 @pytest.fixture
 def ncu(monkeypatch, tmp_path):
-    """A stand-in ncu binary and a child runner that answers with ``counts[function]`` as ncu's CSV."""
+    """A stand-in ncu binary on an H200 and a child runner that answers with ``counts[function]`` as ncu's CSV, or
+    as a crashed child while ``counts[function]`` is None."""
     binary = tmp_path / "ncu"
     binary.write_text("")
     monkeypatch.setenv("WORKSHOP_NCU", str(binary))
+    monkeypatch.setattr(counters, "detect_gpu", lambda: GpuInfo("NVIDIA H200", 1, (9, 0)))
     runs, counts = [], {}
 
     def child(handler, request, **options):
         function = options["wrapper"][-1].removeprefix("regex:^").removesuffix("$")
         runs.append({"handler": handler, "request": request, **options})
+        if counts[function] is None:
+            return ChildResult("crashed", message="the GPU fell off the bus")
         return ChildResult("ok", answer={"launched": request["shape"]}, stdout=ncu_csv(function, *counts[function]))
     monkeypatch.setattr(counters, "run_child", child)
     return binary, runs, counts
@@ -68,27 +74,79 @@ def test_the_kernel_and_its_naive_reference_are_each_profiled_once_at_the_perf_s
     request = {"spec_path": str(spec.path), "kernel_id": "padded", "source": "src", "seed": 3}
     measured = counters.measure(spec, spec.kernel("padded"), request, {"PYTHONPATH": "x"})
     assert measured == {"metric": "shared_bank_conflicts", "ncu_metrics": [LD, ST], "shape": [8192, 8192],
-                        "yours": 20_000, "reference": 16_400_000, "relative_to": "tiled", "at_most": 0.05,
-                        "failure": ""}
+                        "yours": 20_000, "reference": 16_400_000, "reference_cached": False, "relative_to": "tiled",
+                        "at_most": 0.05, "share": 1.0, "failure": ""}
     assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled"]
     assert runs[0]["request"]["source"] == "src" and runs[1]["request"]["source"] == \
         spec.kernel("tiled").reference.read_text()
+    assert runs[0]["request"]["seed"] == 3 and runs[1]["request"]["seed"] == counters.REFERENCE_SEED
     assert all(r["handler"] == counters.CHILD and r["gpu"] and r["request"]["shape"] == [8192, 8192] for r in runs)
     assert runs[0]["wrapper"] == (str(binary), "--clock-control", "none", "--metrics", f"{LD},{ST}", "--csv", "-k",
                                   "regex:^transpose_padded$")
 
 
-@pytest.mark.parametrize("yours, fails", [(820_000, False), (820_001, True)])   # 0.05 x 16.4 M = 820,000
-def test_the_rule_holds_exactly_at_its_bound(ncu, yours, fails):
+@pytest.mark.parametrize("yours, share", [(820_000, 1.0), (820_001, 0.99)])   # 0.05 x 16.4 M = 820,000
+def test_all_the_speed_points_exactly_at_the_bound(ncu, yours, share):
     _, _, counts = ncu
     counts |= {"transpose_padded": (yours, 0), "transpose_tiled": (16_400_000, 0)}
     spec = load_spec("transpose")
     measured = counters.measure(spec, spec.kernel("padded"), {"spec_path": "", "seed": 1}, {})
-    assert bool(measured["failure"]) == fails
-    if fails:
-        assert measured["failure"] == (
-            "its shared-memory bank conflicts (ncu, one launch at 8192 x 8192): 820,001, against 16,400,000 for the "
-            "reference of step tiled; the speed points need at most 0.05 x that (820,000)")
+    assert measured["share"] == share
+    assert measured["failure"] == ("" if share == 1 else
+        "its shared-memory bank conflicts (ncu, one launch at 8192 x 8192): 820,001, against 16,400,000 for the "
+        "reference of step tiled; all the speed points need at most 0.05 x that (820,000), 20x fewer; its count is "
+        "20x fewer than the reference's, so they are multiplied by 0.99 (log 20.00 / log 20, in whole hundredths)")
+
+
+# ---- the reference's count, kept per process ------------------------------------------------------------
+
+def measure_padded(request: dict | None = None) -> dict:
+    spec = load_spec("transpose")
+    request = request or {"spec_path": str(spec.path), "kernel_id": "padded", "seed": 1}
+    return counters.measure(spec, spec.kernel("padded"), request, {})
+
+
+def test_a_second_grading_profiles_only_the_students_kernel(ncu):
+    _, runs, counts = ncu
+    counts |= {"transpose_padded": (20_000, 0), "transpose_tiled": (16_400_000, 0)}
+    first = measure_padded()
+    counts["transpose_padded"] = (30_000, 0)
+    second = measure_padded({"spec_path": str(load_spec("transpose").path), "kernel_id": "padded", "seed": 2})
+    assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled", "padded"]
+    assert (first["reference_cached"], second["reference_cached"]) == (False, True)
+    assert (second["yours"], second["reference"]) == (30_000, 16_400_000)
+
+
+def test_a_failed_count_of_the_reference_is_not_kept(ncu):
+    _, runs, counts = ncu
+    counts |= {"transpose_padded": (20_000, 0), "transpose_tiled": None}
+    with pytest.raises(counters.ProfilingFailed, match="ncu gave no shared_bank_conflicts for transpose_tiled"):
+        measure_padded()
+    counts["transpose_tiled"] = (16_400_000, 0)
+    assert measure_padded()["reference"] == 16_400_000
+    assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled", "padded", "tiled"]
+
+
+@pytest.mark.parametrize("change", ["device", "reference source", "measuring code", "spec"])
+def test_the_reference_is_profiled_again_when_what_decides_its_count_changes(ncu, monkeypatch, tmp_path, change):
+    _, runs, counts = ncu
+    counts |= {"transpose_padded": (20_000, 0), "transpose_tiled": (16_400_000, 0)}
+    spec = load_spec("transpose")
+    measure_padded()
+    if change == "device":   # another GPU ("gpu" would mark the test a GPU test)
+        monkeypatch.setattr(counters, "detect_gpu", lambda: GpuInfo("NVIDIA H100 80GB HBM3", 1, (9, 0)))
+    elif change == "reference source":
+        edited = tmp_path / "tiled.cu"
+        edited.write_text(spec.kernel("tiled").reference.read_text() + "// edited\n")
+        tiled = dataclasses.replace(spec.kernel("tiled"), reference=edited)
+        spec = dataclasses.replace(spec, kernels=spec.kernels | {"tiled": tiled})
+    elif change == "measuring code":
+        monkeypatch.setattr(counters, "measuring_code", lambda: "another grader")
+    spec_path = str(spec.path) + (" (another)" if change == "spec" else "")
+    measured = counters.measure(spec, spec.kernel("padded"), {"spec_path": spec_path, "kernel_id": "padded",
+                                                              "seed": 1}, {})
+    assert measured["reference_cached"] is False
+    assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled", "padded", "tiled"]
 
 
 def test_a_worker_without_ncu_stops_grading(monkeypatch):
@@ -103,31 +161,75 @@ def test_no_count_from_ncu_is_the_graders_failure(ncu, monkeypatch):
         counters.count({}, "transpose_padded", "shared_bank_conflicts", {})
 
 
+def timed(ratio: float, floor: float, target: float) -> dict:
+    """A correct kernel's details at speed ratio ``ratio``, as the grading child answers."""
+    return {"score": {}, "curve": {"floor": floor, "target": target},
+            "timing": {"ratio": ratio, "work_unit": "B", "kernel": {"median_s": 1e-3, "throughput": 1e12 * ratio},
+                       "baseline": {"name": "the copy", "median_s": 1e-3 * ratio, "throughput": 1e12}}}
+
+
 def ok_padded() -> GradeResult:
-    return GradeResult("padded", Status.OK, points=3.0, max_points=3.0, target="gpu", details={"score": {}})
+    """A correct padded kernel halfway between its floor and its target: half of its 2 speed points."""
+    padded = load_spec("transpose").kernel("padded")
+    ratio = (padded.floor + padded.target) / 2
+    score = score_kernel(padded, True, ratio)
+    return GradeResult("padded", Status.OK, points=score.total, max_points=3.0, target="gpu",
+                       details=timed(ratio, padded.floor, padded.target) | {"score": score.as_dict()})
 
 
-def measured(failure: str) -> dict:
-    return {"metric": "shared_bank_conflicts", "yours": 16_400_000, "reference": 16_400_000, "relative_to": "tiled",
-            "at_most": 0.05, "failure": failure}
+def measured(yours: int, share: float, failure: str = "its shared-memory bank conflicts ...") -> dict:
+    return {"metric": "shared_bank_conflicts", "shape": [8192, 8192], "yours": yours, "reference": 16_400_000,
+            "relative_to": "tiled", "at_most": 0.05, "share": share, "failure": failure}
 
 
-def test_a_count_over_the_rule_keeps_the_correctness_points_only(monkeypatch):
+def test_a_count_no_fewer_than_the_references_keeps_the_correctness_points_only(monkeypatch):
     spec = load_spec("transpose")
-    monkeypatch.setattr(counters, "measure", lambda *a: measured("its shared-memory bank conflicts ..."))
+    monkeypatch.setattr(counters, "measure", lambda *a: measured(16_400_000, 0.0))
     result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
     assert result.status == Status.UNMET and result.points == 1.0
     assert result.message == "correct, but its shared-memory bank conflicts ..."
     assert result.details["score"] == {"correctness": 1.0, "performance": 0.0, "max": 3.0, "total": 1.0}
     text = grade.report(dataclasses.replace(result, details=result.details | {"compile": {}}))
-    assert "shared_bank_conflicts (ncu): yours 16,400,000; the reference of tiled 16,400,000" in text
+    assert ("  on a log scale from as many as the reference's (speed points x 0) to 20x fewer (x 1), yours is "
+            "equal to the reference's: speed points x 0") in text.splitlines()
+
+
+def test_a_count_between_the_reference_and_the_bound_earns_its_share_of_the_speed_points(monkeypatch):
+    """The linearize step handed in on the H200: 7.69x fewer conflicts than the previous step's reference, where
+    the rule asks 20x; its speed points are multiplied by 0.68, and it stays unmet."""
+    spec = load_spec("gemm")
+    kernel = spec.kernel("linearize")   # 1 + 2 points, floor 0.33, target 0.698
+    theirs = 289_000_000
+    monkeypatch.setattr(counters, "count", lambda request, function, *a: 37_600_000 if function == kernel.function
+                        else theirs)
+    ratio = (kernel.floor + kernel.target) / 2
+    ok = GradeResult("linearize", Status.OK, points=2.0, max_points=3.0, target="gpu", seed=5,
+                     details=timed(ratio, kernel.floor, kernel.target))
+    result = grade.counted(ok, spec, kernel, {"spec_path": str(spec.path), "seed": 5})
+    assert result.status == Status.UNMET and result.points == pytest.approx(1 + 2 * 0.5 * 0.68)
+    assert result.details["score"]["performance"] == pytest.approx(0.68)
+    assert result.message == (
+        "correct, but its shared-memory bank conflicts (ncu, one launch at 4096 x 4096 x 4096): 37,600,000, against "
+        "289,000,000 for the reference of step vectorized; all the speed points need at most 0.05 x that "
+        "(14,450,000), 20x fewer; its count is 7.69x fewer than the reference's, so they are multiplied by 0.68 "
+        "(log 7.69 / log 20, in whole hundredths)")
+    assert grade.report(result).splitlines() == [
+        f"linearize: unmet (hidden, seed 5): {result.message}",
+        "  your kernel 1.0000 ms (514 GB/s); the copy 0.5140 ms (1000 GB/s); ratio 0.514 (full marks at 0.698, none "
+        "below 0.33)",
+        "  shared-memory bank conflicts (ncu, one launch at 4096 x 4096 x 4096): yours 37,600,000; the reference of "
+        "vectorized 289,000,000; the bound 0.05 x that, 14,450,000",
+        "  on a log scale from as many as the reference's (speed points x 0) to 20x fewer (x 1), yours is 7.69x fewer "
+        "than the reference's: speed points x 0.68 (log 7.69 / log 20, in whole hundredths)",
+        "  points: 1.68 / 3 (correctness 1, speed 0.68)"]
 
 
 def test_a_count_within_the_rule_changes_nothing_but_the_record(monkeypatch):
     spec = load_spec("transpose")
-    monkeypatch.setattr(counters, "measure", lambda *a: measured(""))
+    monkeypatch.setattr(counters, "measure", lambda *a: measured(20_000, 1.0, failure=""))
     result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
-    assert result.ok and result.points == 3.0 and result.details["counter"]["failure"] == ""
+    assert result.ok and result.points == pytest.approx(2.0) and result.details["counter"]["failure"] == ""
+    assert "yours is 820x fewer than the reference's: speed points x 1" in grade.report(result)
 
 
 def test_a_profiler_that_fails_is_a_grader_error(monkeypatch):

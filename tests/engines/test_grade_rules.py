@@ -240,11 +240,11 @@ def test_the_report_of_a_failed_kernel_starts_with_its_failure_line():
 
 def test_the_report_names_the_counter_and_rounds_rates_to_whole_g_per_second():
     result = from_child(ChildResult("ok", answer={"status": "ok", "timing": timing(0.5)}))
-    result.details["counter"] = {"metric": "shared_bank_conflicts", "yours": 1234567, "relative_to": "tiled",
-                                 "reference": 20000000, "at_most": 0.05}
+    result.details["counter"] = {"metric": "shared_bank_conflicts", "shape": [8192, 8192], "yours": 1234567,
+                                 "relative_to": "tiled", "reference": 20000000, "at_most": 0.05, "share": 0.92}
     lines = grade.report(result).splitlines()
-    assert lines[2] == ("  shared_bank_conflicts (ncu): yours 1,234,567; the reference of tiled 20,000,000 (speed "
-                        "points at most 0.05 x that)")
+    assert lines[2] == ("  shared-memory bank conflicts (ncu, one launch at 8192 x 8192): yours 1,234,567; the "
+                        "reference of tiled 20,000,000; the bound 0.05 x that, 1,000,000")
     assert grade._rate(1.5e12, "B") == "1500 GB/s" and grade._rate(2000.5000005e9, "FLOP") == "2001 GFLOP/s"
 
 

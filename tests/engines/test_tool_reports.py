@@ -190,7 +190,7 @@ def test_no_full_count_for_the_kernel_is_the_graders_failure_quoting_the_output(
     assert str(raised.value) == f"ncu gave no shared_bank_conflicts for k ({status}: m) {state['stdout'][-500:]}"
 
 
-def test_the_reference_is_profiled_with_the_students_seed_shape_and_memory_cap(monkeypatch):
+def test_the_reference_is_profiled_on_fixed_inputs_with_the_students_shape_and_memory_cap(monkeypatch):
     spec = load_spec("transpose")
     calls = []
     monkeypatch.setattr(counters, "count", lambda *args: calls.append(args) or 10)
@@ -201,6 +201,7 @@ def test_the_reference_is_profiled_with_the_students_seed_shape_and_memory_cap(m
     assert calls == [
         (request | {"shape": shape}, "transpose_padded", "shared_bank_conflicts", {"E": "1"}),
         ({"spec_path": "s.toml", "kernel_id": "tiled", "shape": shape, "source": tiled.reference.read_text(),
-          "seed": 5, "memory_fraction": 0.5}, "transpose_tiled", "shared_bank_conflicts", {"E": "1"})]
-    counters.measure(spec, spec.kernel("padded"), {"spec_path": "s.toml", "seed": 5}, {})
+          "seed": counters.REFERENCE_SEED, "memory_fraction": 0.5}, "transpose_tiled", "shared_bank_conflicts",
+         {"E": "1"})]
+    counters.measure(spec, spec.kernel("padded"), {"spec_path": "t.toml", "seed": 5}, {})   # not s.toml's kept count
     assert calls[-1][0]["memory_fraction"] == 0.25

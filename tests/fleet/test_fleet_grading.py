@@ -13,13 +13,14 @@ from pathlib import Path
 
 import fleet_course as fc
 import pytest
+import redis as redis_client
 from nbgrader.api import Gradebook
 
 from gradebook.fleet_ledger import Ledger
 from gradebook.summary import cell_scores, student_table
 from workshop import submissions
 from workshop.fleet import queue_view
-from workshop.fleet.app import make_app
+from workshop.fleet.app import make_app, renew_s, sweep_s
 from workshop.fleet.processes import kill_tree
 
 HANG = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
@@ -67,6 +68,11 @@ def _totals(url: str) -> dict[str, float]:
 def _gradings(workers) -> list[str]:
     """Every grading the workers started, by student, from their logs."""
     return [m for w in workers for m in re.findall(r"\] grading (\S+?)/puzzles \(delivery", w.log_text())]
+
+
+def _completed(workers) -> list[str]:
+    """Every grading the workers finished, by student, from their logs."""
+    return [m for w in workers for m in re.findall(r"\] graded (\S+?)/puzzles: ", w.log_text())]
 
 
 def _submissions_in_gradebook(url: str) -> int:
@@ -156,13 +162,23 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
 
 
 @pytest.mark.slow
-def test_worker_killed_mid_task_is_redelivered(tmp_path, fleet_env, workers, course_template):
-    """SIGKILL the process grading a submission (its worker requeues it at once), then a whole worker (the
-    task comes back after the visibility timeout): every submission graded, none lost, none written twice."""
-    env = {**fleet_env, "WORKSHOP_VISIBILITY_TIMEOUT": "30"}
+def test_lost_worker_is_noticed_within_the_visibility_timeout(tmp_path, fleet_env, workers, course_template,
+                                                              monkeypatch):
+    """SIGKILL the process grading a submission: its worker requeues it at once. SIGKILL a whole worker while it
+    grades: its task goes to an idle worker once the dead worker's hold lapses (visibility timeout, then a
+    renewal's and a sweep's period at most), not after the grading time limit. Each grading outlasts the
+    visibility timeout: a live worker keeps its task (it renews its hold), so each is delivered exactly twice,
+    and written once."""
+    visibility = 8
+    monkeypatch.setenv("WORKSHOP_VISIBILITY_TIMEOUT", str(visibility))   # for renew_s and sweep_s here
+    env = {**fleet_env, "WORKSHOP_VISIBILITY_TIMEOUT": str(visibility)}
     url = env["WORKSHOP_GRADEBOOK_URL"]
-    course, expected = _course(course_template, tmp_path, 4)
-    started = workers(2, env)
+    course, release = course_template.copy(tmp_path / "course")
+    answers = submissions.reference_answers()
+    slow = {**answers, "map": f"import time\ntime.sleep({2 * visibility})\n{answers['map']}"}
+    for student in ("ada", "bob"):
+        fc.submit(course, release, student, slow)
+    started = workers(3, env)   # one stays idle for the lost tasks
     grading = _grade(course, env)
 
     first = _wait_running(env)
@@ -171,14 +187,24 @@ def test_worker_killed_mid_task_is_redelivered(tmp_path, fleet_env, workers, cou
     second = _wait_running(env, exclude=first["student"])
     victim = next(w for w in started if second["worker"].startswith(w.name))
     victim.kill()                                       # then a whole worker, while it grades
-    _finish(grading, timeout=400)
+    lost_at = time.monotonic()
+    _wait_for(lambda: _gradings(started).count(second["student"]) == 2, "the lost worker's task to come back")
+    back_in = time.monotonic() - lost_at
+    _finish(grading, timeout=300)
 
+    # the dead worker's last renewal, the lapse, the next sweep; then a worker takes it at once
+    assert back_in <= visibility + renew_s() + sweep_s() + 3, f"back in the queue after {back_in:.1f} s"
+    print(f"\nthe lost worker's task was taken by another {back_in:.1f} s after the worker was killed "
+          f"(visibility timeout {visibility} s)")
     rows = {r["student"]: r for r in _ledger(url)}
-    assert set(rows) == set(expected) and {r["state"] for r in rows.values()} == {"done"}
-    assert rows[first["student"]]["deliveries"] == 2
-    assert rows[second["student"]]["deliveries"] == 2
-    assert _submissions_in_gradebook(url) == 4
-    assert _totals(url) == expected
+    assert {(s, r["state"], r["deliveries"]) for s, r in rows.items()} == {("ada", "done", 2), ("bob", "done", 2)}
+    assert all(r["seconds"] > visibility for r in rows.values())
+    # started twice (killed, then graded to the end), finished once: no live worker's task was handed out again
+    assert sorted(_gradings(started)) == ["ada", "ada", "bob", "bob"]
+    assert sorted(_completed(started)) == ["ada", "bob"]
+    assert _submissions_in_gradebook(url) == 2
+    assert _totals(url) == {"ada": 6.0, "bob": 6.0}
+    assert not redis_client.Redis.from_url(env["WORKSHOP_BROKER_URL"]).hlen("unacked")   # nothing left held
 
 
 @pytest.mark.slow

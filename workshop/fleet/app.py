@@ -5,12 +5,15 @@
 - ``WORKSHOP_RESULT_URL``: where results are kept (default: the broker);
 - ``WORKSHOP_GRADE_TIME_LIMIT``: seconds one submission may take to grade (default 1800); past it the grading
   is stopped and the submission scores 0;
-- ``WORKSHOP_VISIBILITY_TIMEOUT``: seconds after which a task taken by a worker that vanished is handed to
-  another (default: the time limit plus 120 s; it must exceed the longest grading, or a task still running is
-  handed out twice).
+- ``WORKSHOP_VISIBILITY_TIMEOUT``: seconds a worker may go without renewing its hold on a task before the
+  task is handed to another (default 30). A live worker renews every task it holds every sixth of that,
+  however long the grading takes (`workshop.fleet.lease`), so only a lost worker's task goes back to the queue.
 
 Delivery: a task is acknowledged only once it has finished (``acks_late``), and requeued when the process
-running it dies (``reject_on_worker_lost``); each worker takes one task at a time (prefetch 1).
+running it dies (``reject_on_worker_lost``); each worker takes one task at a time (prefetch 1). Every worker
+sweeps the tasks taken but not acknowledged every `sweep_s` and puts each one whose hold was not renewed for
+the visibility timeout back at the front of its queue: a lost worker's task is graded again 25 to 35 s after
+the worker was lost (with the default), by the next free worker.
 """
 from __future__ import annotations
 
@@ -30,7 +33,17 @@ def grade_time_limit_s() -> float:
 
 
 def visibility_timeout_s() -> float:
-    return float(os.environ.get("WORKSHOP_VISIBILITY_TIMEOUT", grade_time_limit_s() + 120))
+    return float(os.environ.get("WORKSHOP_VISIBILITY_TIMEOUT", "30"))
+
+
+def renew_s() -> float:
+    """How often a worker renews its hold on the tasks it holds."""
+    return visibility_timeout_s() / 6
+
+
+def sweep_s() -> float:
+    """How often each worker looks for tasks whose hold lapsed (kombu's default is every 100 s)."""
+    return min(5.0, renew_s())
 
 
 def make_app(broker: str | None = None) -> Celery:
@@ -39,8 +52,9 @@ def make_app(broker: str | None = None) -> Celery:
                  include=["workshop.fleet.tasks"])
     limit = grade_time_limit_s()
     visibility = {"visibility_timeout": visibility_timeout_s()}
-    # Look for tasks of vanished workers every 5 s (kombu's default sweep is every 100 s).
-    transport = {**visibility, "unacked_restore_interval": 5, "unacked_restore_throttle": 1}
+    # A sweeper killed while it sweeps holds the sweep's lock until the lock expires (kombu's default: 300 s).
+    transport = {**visibility, "unacked_restore_interval": sweep_s(), "unacked_restore_throttle": 1,
+                 "unacked_mutex_expire": 2 * sweep_s()}
     app.conf.update(
         task_serializer="json", result_serializer="json", accept_content=["json"],
         task_acks_late=True,

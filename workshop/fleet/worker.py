@@ -6,7 +6,8 @@ simulator worker (``--sim``, or any machine without a GPU) takes the ``sim`` que
 numba-cuda's simulator and GPU-only grading is refused. Concurrency is 1: timed kernels have the GPU to
 themselves. Run one worker per GPU on a multi-GPU host (``--gpu 0``, ``--gpu 1``, ...), on as many hosts as
 share the broker. A worker never holds the gradebook: ``WORKSHOP_GRADEBOOK_URL`` is dropped from its
-environment.
+environment. While it lives it renews its hold on the tasks it has taken (`workshop.fleet.lease`): when it is
+lost, its task goes to another worker within a visibility timeout.
 """
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ def run(gpu: int | None = None, sim: bool = False, name: str | None = None, logl
     from kombu.utils.url import maybe_sanitize_url
 
     from workshop.fleet.app import app
+    from workshop.fleet.lease import Renewal
+    app.steps["worker"].add(Renewal)
     print(f"workshop worker {hostname}: queue {queue}, broker {maybe_sanitize_url(app.conf.broker_url)}",
           flush=True)
     app.worker_main(["worker", "--pool=prefork", "--concurrency=1", f"--queues={queue}", f"--hostname={hostname}",

@@ -1,9 +1,12 @@
-// expect: flash_causal_score=1
+// expect: flash_causal_score>=1 flash_causal_score<=1.04
 // status: unmet
 // The causal kernel that computes every key tile and masks afterwards: correct (a masked key gets -inf, so
 // weight 0, wherever it is), but it does the unmasked kernel's work, twice what the mask leaves: its FP32
 // instruction count at the perf shape is about that of flash_forward's reference, where skipping the tiles
-// above the diagonal halves it. The counter rule (at most 0.6 x) leaves it its correctness point only.
+// above the diagonal halves it. The counter rule (all the speed points at most 0.6 x, none at 1 x, a log scale
+// between) leaves it its correctness point and at most 0.04 of speed: on the H200 it counted 331.47 G against the
+// reference's 335.22 G, 1.011x fewer, log 1.011 / log 1.67 = 0.022, 0.02 in whole hundredths, times its 2 speed
+// points (times the speed curve's share, 1 at its ratio of 0.031 to the provisional target 0.005).
 extern "C" __global__ void flash_causal(float* out, const unsigned short* q, const unsigned short* k,
                                         const unsigned short* v, int batch, int heads, int seq_q, int seq_k,
                                         int head_dim)
