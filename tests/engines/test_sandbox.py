@@ -496,8 +496,8 @@ def test_nothing_outside_the_allowlist_is_there(tmp_path, monkeypatch):
         shutil.rmtree(base, ignore_errors=True)
 
 
-# What the README's trust model says a sandbox sees (besides the Python installation, the grader package and the
-# tracks' grader files): mount points inside, and the few files of /etc.
+# What the trust model (docs/trust-model.md) says a sandbox sees (besides the Python installation, the grader package
+# and the tracks' grader files): mount points inside, and the few files of /etc.
 DOCUMENTED_MOUNTS = {"/", "/usr", "/usr/local", "/usr/src", "/tmp", "/dev", "/dev/shm", "/dev/pts", "/proc"}
 DOCUMENTED_ETC = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group", "hosts",
                   "host.conf", "localtime", "timezone", "os-release", "alternatives"}
@@ -515,7 +515,7 @@ def _python_and_cuda_roots() -> list[Path]:
 
 def test_the_visible_tree_is_the_documented_allowlist():
     """Every mount inside a (CPU) sandbox, and every file or folder of its root outside those mounts, is one the
-    trust model lists (README.md); the tree is printed (pytest -s shows it)."""
+    trust model lists (docs/trust-model.md); the tree is printed (pytest -s shows it)."""
     code = textwrap.dedent("""
         import os
         mounts = sorted({line.split()[4] for line in open('/proc/self/mountinfo')})
