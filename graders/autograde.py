@@ -298,9 +298,13 @@ class _Grading:
                 self.outputs.update(zip(together, pool.map(self._grade, together)))
             if alone:
                 self.notebook_done.wait()
-            with ChildSession():    # one grading child for the submission's timed kernels
+                self.log.info("%d timed hidden tests begin %.1f s into the grading (the notebook has run)",
+                              len(alone), time.monotonic() - (self.deadline - self.time_limit))
+            with ChildSession() as session:    # one grading child for the submission's timed kernels
                 for grade_id in alone:
                     self.outputs[grade_id] = self._grade(grade_id)
+            if session.started:
+                self.log.info("The timed hidden tests ran in %d grading child(ren)", session.started)
         except BaseException as exc:   # a worker that cannot grade (no GPU, no sandbox): the caller re-raises
             self.failure = exc
 

@@ -1,0 +1,70 @@
+"""Where a submission's grading time goes: real ``nbgrader autograde`` of a track's reference (and its stub) on
+this worker, each at the spec's own timing budget, with each kernel's phases (`graders.cuda_engine.grade`).
+
+    python -m benchmarks.grading_time --track gemm
+    python -m benchmarks.grading_time --track transpose --submissions reference stub reference
+
+Prints, per submission, its wall time, its points and each kernel's phases, then the phases summed over the
+kernels (the rest of the wall time is nbgrader, the notebook's sandboxed run and the untimed hidden tests), and
+writes ``grading-time-<track>-<date-time>.json`` into the track's results folder. Needs a GPU for CUDA tracks.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from graders import tracks
+from graders.autograde import RESULTS_KEY, graded_cells
+from workshop.course import Autograding, Course
+from workshop.records import write_gpu_record
+from workshop.submissions import cuda_answers, reference_answers
+
+
+def answers_of(track: str, submission: str) -> dict[str, str]:
+    if submission == "stub":
+        return {}
+    return reference_answers() if tracks.get(track).engine == "numba" else cuda_answers(track)
+
+
+def kernel_phases(course: Course, student: str) -> dict[str, dict[str, float]]:
+    """Each graded kernel's phases, from the autograded notebook's results (`graders.autograde.TrustedGrades`)."""
+    found = {}
+    for cell in graded_cells(course.autograded(student)):
+        for result in cell.metadata.get(RESULTS_KEY, {}).get("results", []):
+            if result.get("phases"):
+                found[result["test"]] = result["phases"]
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--track", required=True)
+    parser.add_argument("--submissions", nargs="+", default=["reference", "stub"],
+                        help="reference or stub, in grading order (default: reference stub)")
+    args = parser.parse_args()
+    graded = []
+    with tempfile.TemporaryDirectory() as scratch:
+        grading = Autograding(Course(Path(scratch) / "course", args.track))
+        for i, submission in enumerate(args.submissions):
+            student = f"{submission}{i}"
+            scores = grading.grade(student, answers_of(args.track, submission))
+            phases = kernel_phases(grading.course, student)
+            total = Counter()
+            for kernel, seconds in phases.items():
+                total.update(seconds)
+                print(f"  {kernel}: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+            summed = {k: round(v, 2) for k, v in total.most_common()}
+            print(f"{student}: {grading.seconds[student]} s, {sum(scores.values()):g} points; kernels' phases "
+                  f"summed: {summed}", flush=True)
+            graded.append({"submission": submission, "seconds": grading.seconds[student],
+                           "points": sum(scores.values()), "scores": scores, "kernel_phases": phases,
+                           "phases_summed": summed})
+    write_gpu_record(f"grading-time-{args.track}", f"nbgrader autograde of {args.track} submissions "
+                     f"({', '.join(args.submissions)}) at the spec's timing budget, with each kernel's phases",
+                     {"submissions": graded}, dists=("nbgrader",), folder=args.track)
+
+
+if __name__ == "__main__":
+    main()
