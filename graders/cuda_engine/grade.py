@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -60,9 +61,14 @@ class KernelFailed(TestFailed):
 def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
                  budget_s: float | None = None, timeout_s: float | None = None,
                  memory_fraction: float = 0.25, sanitize: bool = True, profile: bool = True) -> GradeResult:
-    """Check and time one kernel in a child process (see `result_from_child`); then, for a correct kernel, run
+    """Check and time one kernel in a child process (see `result_from_child`; inside a
+    `graders.sandbox.session.ChildSession`, the submission's child); then, for a correct kernel, run
     it under compute-sanitizer (`sanitized`; not with ``sanitize=False`` or ``WORKSHOP_SANITIZE=off``) and
-    apply its spec's counter rule (`counted`; not with ``profile=False``)."""
+    apply its spec's counter rule (`counted`; not with ``profile=False``).
+
+    ``details["phases"]`` has the seconds of each phase: the child's own (`graders.cuda_engine.child.Phases`:
+    setup, cuda_start, compile, correctness, timing, recheck), ``child_start`` (the rest of the child's wall
+    time: the sandbox, Python and the request's way in and out), ``sanitizer`` and ``ncu``."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
     geometry = resolve_geometry(kernel, block, tile, params)
@@ -76,13 +82,19 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
                "params": dict(params) if params is not None else None,
                "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
-    child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
+    child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True, reusable=True)
     result = result_from_child(child, spec, kernel, limit, seed)
+    phases = dict(result.details.get("phases", {}))
+    phases["child_start"] = round(max(0.0, child.seconds - sum(phases.values())), 3)
     if sanitize and settings.sanitize_enabled() and result.status in CORRECT:
+        started = time.monotonic()
         result = sanitized(result, kernel, request, geometry)
+        phases["sanitizer"] = round(time.monotonic() - started, 3)
     if profile and kernel.counter and result.status in CORRECT:
+        started = time.monotonic()
         result = counted(result, spec, kernel, request)
-    return result
+        phases["ncu"] = round(time.monotonic() - started, 3)
+    return dataclasses.replace(result, details=result.details | {"phases": phases})
 
 
 def _rescored(result: GradeResult, kernel: KernelSpec, status: Status, message: str, *, correct: bool,

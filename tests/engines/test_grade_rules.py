@@ -66,7 +66,7 @@ def test_the_child_is_sent_the_kernel_and_the_spec_defaults(child):
                        "block": None, "tile": None, "params": None, "budget_s": TRANSPOSE.time_budget_s,
                        "memory_fraction": 0.25, "seed": 77}
     assert options == {"timeout_s": TRANSPOSE.time_budget_s + grade.STARTUP_S,
-                       "env": {"PYTHONPATH": grade._child_env()["PYTHONPATH"]}, "gpu": True}
+                       "env": {"PYTHONPATH": grade._child_env()["PYTHONPATH"]}, "gpu": True, "reusable": True}
     assert child["gpu"] == ["Grading transpose/padded"]
     assert result.seed == 77 and result.status == Status.OK and result.details["seconds"] == 3.0
     assert child["sanitized"] == [("padded", request, PADDED.geometry)]
