@@ -18,9 +18,14 @@ MAX_DELIVERIES = 3
 log = logging.getLogger(__name__)
 
 
+def deliveries_key(task_id: str) -> str:
+    """The result store's count of how many times this task has started (it survives a lost worker)."""
+    return f"workshop:deliveries:{task_id}"
+
+
 def _deliveries(task_id: str) -> int:
-    """How many times this task has started, counted in the result store (it survives a lost worker)."""
-    key = f"workshop:deliveries:{task_id}"
+    """Count one more start of this task; how many there have been."""
+    key = deliveries_key(task_id)
     client = app.backend.client
     count = int(client.incr(key))
     client.expire(key, 14 * 24 * 3600)
