@@ -3,14 +3,20 @@ result, excluding grading).
 
     python -m benchmarks.fleet_throughput [--submissions N] [--workers 1 2]     # puzzles on the simulator
     python -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 --gradebook sqlite   # on a GPU worker
+    python -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 4 --submissions 8 24 --class-size 200
 
 Run from the repository root. Starts redis-server (and, for ``--gradebook postgres``, PostgreSQL) on 127.0.0.1
-(`workshop.fleet.local`), makes a course with the whole assignment of ``--track`` and N submissions (reference
-and stub alternating), then for each worker count runs `workshop grade` (in this process, the coordinator)
+(`workshop.fleet.local`), makes a course with the whole assignment of ``--track`` and N submissions (a CUDA track: the reference, each
+group of known-wrong solutions and the stub in turn; puzzles: reference and stub alternating), then for each
+worker count (with its own N when ``--submissions`` names one per count) runs `workshop grade` (in this process, the coordinator)
 against that many `workshop worker --sim` processes, or with ``--gpu`` `workshop worker --gpu I`, one per GPU.
 Each worker's generated-assignment template is built before the clock starts. Overhead per task = wall time
 with one worker / N - the mean seconds a worker spent grading (copying its course and running nbgrader
-autograde): dispatch, result transfer and the gradebook write. Prints a Markdown table and writes
+autograde): dispatch, result transfer and the gradebook write. Scaling = a run's submissions per minute over
+(its workers x the one-worker run's). ``--class-size C``: the time C submissions of the same mix would take on the
+largest run's workers, projected from its rate, and on ``--project-gpus`` GPUs from the one-worker rate; both are
+labelled projections. Every run checks that each submission was graded and written once (the ledger's rows,
+their deliveries). Prints a Markdown table and writes
 benchmarks/results/platform/fleet-throughput-<track>-<date>.json (a record of the fleet, whichever
 track it grades).
 """
@@ -32,8 +38,11 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--submissions", type=int, default=8)
+    parser.add_argument("--submissions", type=int, nargs="+", default=[8],
+                        help="submissions per run: one number, or one per worker count")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--class-size", type=int, help="project the time this many submissions take")
+    parser.add_argument("--project-gpus", type=int, default=4, help="workers of the one-worker projection")
     parser.add_argument("--track", default="puzzles", help="the assignment graded (default: puzzles)")
     parser.add_argument("--gpu", action="store_true", help="GPU workers, one per GPU 0..N-1 (default: simulator)")
     parser.add_argument("--gradebook", choices=("postgres", "sqlite"), default="postgres",
@@ -53,12 +62,15 @@ def main() -> None:
                        "PATH": nbgrader_env()["PATH"]})
     if not args.gpu:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    counts = args.submissions * len(args.workers) if len(args.submissions) == 1 else args.submissions
+    if len(counts) != len(args.workers):
+        parser.error("--submissions takes one number, or one per worker count")
     runs = []
     try:
-        for n_workers in args.workers:
+        for n_workers, n in zip(args.workers, counts):
             if postgres:
                 os.environ["WORKSHOP_GRADEBOOK_URL"] = postgres.database(f"bench_{n_workers}")
-            course = _course(scratch / f"course-{n_workers}", args.track, args.submissions, submissions)
+            course = _course(scratch / f"course-{n_workers}", args.track, n, submissions)
             _warm_templates(course, args.track)
             workers = [local.Worker(f"bench{i}@{platform.node()}", scratch / f"w{n_workers}-{i}.log",
                                     dict(os.environ), ("--gpu", str(i)) if args.gpu else ("--sim",)).start()
@@ -66,7 +78,7 @@ def main() -> None:
             try:
                 for w in workers:
                     w.wait_ready()
-                runs.append(_run(course, args.track, n_workers, args.submissions))
+                runs.append(_run(course, args.track, n_workers, n))
             finally:
                 for w in workers:
                     w.stop()
@@ -86,7 +98,7 @@ def main() -> None:
         "versions": {d: metadata.version(d) for d in ("celery", "kombu", "redis", "nbgrader", "numba-cuda")},
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                  text=True).stdout.strip(),
-        "runs": runs,
+        "runs": runs, **_scaling(runs, args.class_size, args.project_gpus),
     }
     out = results_folder(None) / f"fleet-throughput-{args.track}-{datetime.datetime.now():%Y%m%d-%H%M%S}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -96,20 +108,46 @@ def main() -> None:
     for r in runs:
         print(f"| {r['workers']} | {r['submissions']} | {r['wall_s']} | {r['per_minute']} | {r['mean_grading_s']} "
               f"| {r['overhead_s_per_task']} |")
+    for line in record.get("projections", []):
+        print(line)
     print(f"wrote {out}")
 
 
+def _scaling(runs: list[dict], class_size: int | None, gpus: int) -> dict:
+    """Each run's scaling against the one-worker run, and the labelled projections to ``class_size``."""
+    one = next((r for r in runs if r["workers"] == 1), None)
+    found: dict = {}
+    if one:
+        for r in runs:
+            r["scaling"] = round(r["per_minute"] / (r["workers"] * one["per_minute"]), 3)
+    if class_size:
+        largest = max(runs, key=lambda r: r["workers"])
+        found["projections"] = [
+            f"PROJECTED: {class_size} submissions of this mix on {largest['workers']} worker(s) at the measured "
+            f"{largest['per_minute']} per minute: {class_size / largest['per_minute']:.1f} min"]
+        if one:
+            linear = one["per_minute"] * gpus
+            found["projections"].append(
+                f"PROJECTED: on {gpus} GPU workers scaling linearly from one worker's {one['per_minute']} per minute: "
+                f"{class_size / linear:.1f} min")
+    return found
+
+
 def _course(dest: Path, track: str, n: int, submissions) -> Path:
-    """A course with ``track`` released and ``n`` submissions: the references (even) and the stub (odd)."""
+    """A course with ``track`` released and ``n`` submissions: for a CUDA track the reference, each group of its
+    known-wrong solutions (`workshop.submissions.wrong_groups`) and the stub in turn; for the puzzles the
+    reference and the stub alternating."""
     from graders import tracks
     from workshop import course as nbg
     course = nbg.make_course(dest, [track])
     release = nbg.release(course, track)
-    reference = (submissions.reference_answers() if tracks.get(track).engine == "numba"
-                 else submissions.cuda_answers(track))
+    if tracks.get(track).engine == "numba":
+        mix = [submissions.reference_answers(), {}]
+    else:
+        mix = [submissions.cuda_answers(track),
+               *(submissions.wrong_answers(track, group) for group in submissions.wrong_groups(track)), {}]
     for i in range(n):
-        answers = reference if i % 2 == 0 else {}
-        submissions.write(course, f"student{i:02d}", track, submissions.fill(release, answers))
+        submissions.write(course, f"student{i:03d}", track, submissions.fill(release, mix[i % len(mix)]))
     return course
 
 
@@ -133,6 +171,8 @@ def _run(course: Path, track: str, n_workers: int, n: int) -> dict:
         sys.exit(f"the run with {n_workers} worker(s) did not grade all {n}: {rows}")
     grading = statistics.mean(r["seconds"] for r in rows)
     return {"workers": n_workers, "submissions": n, "wall_s": round(wall, 1),
+            "written_once": len({r["student"] for r in rows}) == n,
+            "deliveries": sorted(r["deliveries"] or 0 for r in rows)[-1],
             "scores": {r["student"]: f"{r['score']:g}/{r['max_score']:g}" for r in rows},
             "per_minute": round(60 * n / wall, 2), "mean_grading_s": round(grading, 2),
             "overhead_s_per_task": round(wall / n - grading, 2) if n_workers == 1 else None}

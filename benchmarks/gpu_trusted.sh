@@ -9,6 +9,14 @@
 #   bash benchmarks/gpu_trusted.sh regrade TRACK...   # benchmarks/regrade_spread.py for each TRACK (5 regrades of
 #                                              # every reference, 2 s budget), gemm in two halves; the records
 #                                              # feed `workshop targets TRACK RECORD --fraction 0.97 --write`
+#   bash benchmarks/gpu_trusted.sh timing [TRACK...]   # benchmarks/grading_time.py: nbgrader autograde of each
+#                                              # track's reference and stub at the spec's budget, with every
+#                                              # kernel's phases; tracks spread over the machine's GPUs, in parallel
+#   bash benchmarks/gpu_trusted.sh regrade-parallel TRACK...   # regrade_spread of each TRACK whole (5 regrades,
+#                                              # 2 s budget), each TRACK on its own GPU, in parallel (a 4-GPU machine
+#                                              # measures four tracks in one call)
+#   bash benchmarks/gpu_trusted.sh fleet4      # fleet_throughput on gemm: 1 GPU worker, then one per GPU (the mix
+#                                              # of references, known-wrong and stubs), projected to a class of 200
 #   bash benchmarks/gpu_trusted.sh fleet       # benchmarks/fleet_throughput.py: one GPU worker grading gemm
 #                                              # submissions, then 1 and 2 simulator workers on the puzzles;
 #                                              # redis-server from Debian's .debs carried in .debs (below), the
@@ -54,6 +62,17 @@ run() {   # folder, name, timeout, pytest arguments...
   timeout "$limit" python3 -m pytest -q -s -p no:cacheprovider "$@" > "$log" 2>&1 || rc=1
   echo "[gpu_trusted] $name: $(tail -1 "$log")"
 }
+gpu_count() { local n; n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); echo "${n:-1}" | sed 's/^0$/1/'; }
+redis_from_debs() {   # redis-server and redis-cli from the carried .debs, their libraries for them alone
+  mkdir -p /tmp/redis/bin
+  for deb in .debs/redis-*.deb .debs/libjemalloc2_*.deb .debs/liblzf1_*.deb; do dpkg -x "$deb" /tmp/redis; done
+  for tool in redis-server redis-cli; do
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/redis/usr/lib/x86_64-linux-gnu exec /tmp/redis/usr/bin/%s "$@"\n' \
+      "$tool" > "/tmp/redis/bin/$tool"
+    chmod +x "/tmp/redis/bin/$tool"
+  done
+  export PATH="/tmp/redis/bin:$PATH"
+}
 case "${1:-cases}" in
   cases)
     run platform sandbox-and-attacks-gpu 170 tests/engines/test_sandbox.py tests/e2e/test_attacks.py
@@ -79,15 +98,46 @@ case "${1:-cases}" in
       done
     done
     exit $rc ;;
-  fleet)
-    mkdir -p /tmp/redis/bin
-    for deb in .debs/redis-*.deb .debs/libjemalloc2_*.deb .debs/liblzf1_*.deb; do dpkg -x "$deb" /tmp/redis; done
-    for tool in redis-server redis-cli; do   # the unpacked libraries for redis alone, not for the graders
-      printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/redis/usr/lib/x86_64-linux-gnu exec /tmp/redis/usr/bin/%s "$@"\n' \
-        "$tool" > "/tmp/redis/bin/$tool"
-      chmod +x "/tmp/redis/bin/$tool"
+  timing)
+    shift
+    [ $# -gt 0 ] || set -- gemm tensorcores attention transpose vecadd puzzles
+    n=$(gpu_count) i=0 pids=()
+    for track in "$@"; do   # track i on GPU i mod n; the tracks of one GPU one after another
+      echo "$((i % n)) $track"; i=$((i + 1))
+    done > /tmp/timing-plan
+    for gpu in $(cut -d' ' -f1 /tmp/timing-plan | sort -un); do
+      (for track in $(awk -v g="$gpu" '$1 == g {print $2}' /tmp/timing-plan); do
+         log=$(logfile "$track" "grading-time-$track")
+         CUDA_VISIBLE_DEVICES=$gpu timeout 560 python3 -m benchmarks.grading_time --track "$track" > "$log" 2>&1
+         echo "[gpu_trusted] timing $track (GPU $gpu): rc $?; $(grep -E '^(reference|stub)[0-9]+:' "$log" | cut -c1-60 | tr '\n' ' ')"
+       done) &
+      pids+=($!)
     done
-    export PATH="/tmp/redis/bin:$PATH"
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+    exit $rc ;;
+  regrade-parallel)
+    shift
+    n=$(gpu_count) i=0 pids=()
+    for track in "$@"; do
+      log=$(logfile "$track" "regrade-$track")
+      (CUDA_VISIBLE_DEVICES=$((i % n)) timeout 560 python3 -m benchmarks.regrade_spread --track "$track" --regrades 5 \
+         --budget 2 > "$log" 2>&1
+       echo "[gpu_trusted] regrade $track: $(grep -c '^[a-z0-9_]*: ratio' "$log") ok") &
+      pids+=($!); i=$((i + 1))
+      if [ $((i % n)) -eq 0 ]; then for pid in "${pids[@]}"; do wait "$pid" || rc=1; done; pids=(); fi
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+    exit $rc ;;
+  fleet4)
+    redis_from_debs
+    log=$(logfile platform fleet-throughput-gemm-gpus)
+    timeout 580 python3 -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 "$(gpu_count)" \
+      --submissions 4 $((4 * $(gpu_count))) --class-size 200 --project-gpus 4 --gradebook sqlite > "$log" 2>&1 || rc=1
+    grep -E '^\| [0-9]|PROJECTED' "$log" | sed 's/^/[gpu_trusted] fleet4: /'
+    [ -n "$OUT" ] && cp benchmarks/results/platform/fleet-throughput-*-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+    exit $rc ;;
+  fleet)
+    redis_from_debs
     log=$(logfile platform fleet-throughput-gemm-gpu)
     timeout 400 python3 -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 --submissions 4 \
       --gradebook sqlite > "$log" 2>&1 || rc=1

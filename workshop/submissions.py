@@ -72,3 +72,23 @@ def cuda_answers(track: str, sources: dict[str, str] | None = None) -> dict[str,
         literal = re.compile(rf'^{kid}_src = r""".*?"""', re.DOTALL | re.MULTILINE)
         answers[kid] = literal.sub(lambda _: f'{kid}_src = r"""\n{source.strip()}\n"""', answers[kid], count=1)
     return answers
+
+
+def wrong_groups(track: str) -> list[dict[str, Path]]:
+    """A CUDA track's known-wrong solutions grouped into submissions, no two in one replacing the same kernel
+    (kernel id -> solution file)."""
+    groups: list[dict[str, Path]] = []
+    for path in tracks.get(track).wrong_solutions():
+        kernel = tracks.graded_kernel(path)
+        group = next((g for g in groups if kernel not in g), None)
+        if group is None:
+            groups.append(group := {})
+        group[kernel] = path
+    return groups
+
+
+def wrong_answers(track: str, group: dict[str, Path]) -> dict[str, str]:
+    """The solution cells of a submission handing in ``group`` (`wrong_groups`), the other kernels as the stub."""
+    answers = cuda_answers(track, {kernel: path.read_text() for kernel, path in group.items()})
+    return {kernel: answers[kernel] for kernel in group}
+

@@ -17,22 +17,10 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from workshop.course import Autograding, Course, nbgrader, stderr_text
 from workshop.records import write_gpu_record
-from workshop.submissions import cuda_answers
+from workshop.submissions import cuda_answers, wrong_answers, wrong_groups
 
 pytestmark = pytest.mark.gpu
 CUDA_TRACKS = [t for t in tracks.all_tracks() if t.engine == "cuda"]
-
-
-def wrong_submissions(track: tracks.Track) -> list[dict]:
-    """The known-wrong solutions grouped so that no two in one submission replace the same kernel."""
-    groups: list[dict] = []
-    for path in track.wrong_solutions():
-        kernel = tracks.graded_kernel(path)
-        group = next((g for g in groups if kernel not in g), None)
-        if group is None:
-            groups.append(group := {})
-        group[kernel] = path
-    return groups
 
 
 @pytest.fixture(scope="module", params=CUDA_TRACKS, ids=lambda t: t.name)
@@ -91,9 +79,8 @@ def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):
 def test_each_known_wrong_solution_gets_its_expected_points(grading):
     track = tracks.get(grading.course.assignment)
     missed = {}
-    for i, group in enumerate(wrong_submissions(track)):
-        answers = cuda_answers(track.name, {k: p.read_text() for k, p in group.items()})
-        scores = grading.grade(f"wrong{i}", {kid: answers[kid] for kid in group})
+    for i, group in enumerate(wrong_groups(track.name)):
+        scores = grading.grade(f"wrong{i}", wrong_answers(track.name, group))
         for path in group.values():
             for grade_id, expected in tracks.expected_points(path).items():
                 if not expected.matches(scores[grade_id]):
