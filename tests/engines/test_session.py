@@ -8,6 +8,7 @@ import time
 from graders.sandbox import capped_output
 from graders.sandbox.run import run_child
 from graders.sandbox.session import ChildSession, current
+from graders.submission import Submission
 from tests.processes import processes_with
 
 SERVED = "served_child"
@@ -87,3 +88,33 @@ def test_an_answer_over_its_cap_is_a_crash_and_ends_the_process(fake_env, monkey
         assert session.started == 1 and ask(fake_env).answer["served"] == 1 and session.started == 2
 
 
+
+
+class _Log:
+    """nbgrader's logger as the grading uses it: each line, formatted."""
+
+    def __init__(self):
+        self.lines = []
+
+    def __getattr__(self, level):
+        return lambda text, *args: self.lines.append(text % args)
+
+
+def test_autograde_grades_a_submissions_timed_tests_in_one_child_and_the_others_in_fresh_ones(fake_env, monkeypatch):
+    """The trusted grader's timed tests (RUN_ALONE) share the submission's child; the others run in fresh ones."""
+    served = {}
+
+    def timed(name):
+        served[name] = ask(fake_env).answer["served"]
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", timed)
+    monkeypatch.setattr(hidden_tests, "RUN_ALONE", hidden_tests.RUN_ALONE | {"timed"})
+    monkeypatch.setattr(autograde, "RUN_ALONE", hidden_tests.RUN_ALONE)
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "untimed", timed)
+    cells = [new_code_cell(f"{test}('{test}{i}')", metadata={"nbgrader": {"grade_id": f"{test}{i}"}})
+             for test in ("timed", "untimed") for i in range(3)]
+    log = _Log()
+    grading = autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=120)
+    grading.finish()
+    assert served == {"timed0": 1, "timed1": 2, "timed2": 3, "untimed0": 1, "untimed1": 1, "untimed2": 1}
+    assert "The timed hidden tests ran in 1 grading child(ren)" in log.lines
