@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
+from nbformat.v4 import new_code_cell, new_notebook
 
+from graders import autograde, hidden_tests
 from graders.sandbox import capped_output
 from graders.sandbox.run import run_child
 from graders.sandbox.session import ChildSession, current
