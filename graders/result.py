@@ -29,7 +29,7 @@ class Status(StrEnum):
     OOB_WRITE = "oob_write"          # wrote outside its output (a guard region changed)
     LIMITS = "limits"                # correct, but over the puzzle's global-access limits
     IMPLAUSIBLE = "implausible"      # correct, but timed faster than the hardware can do the work: no speed
-    UNMET = "unmet"                  # a structural requirement is not met (SASS, the autotuning search)
+    UNMET = "unmet"                  # a requirement is not met (SASS, the autotuning search, a counter's bound)
     COMPILE_ERROR = "compile_error"  # the source does not compile (CUDA C++) or does not define the kernel
     REFUSED = "refused"              # not run: outside the numba kernel subset, or a launch the rules forbid
     TIMEOUT = "timeout"              # the grading child did not finish within its time limit

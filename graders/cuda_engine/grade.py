@@ -45,10 +45,12 @@ from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, still_the_stub
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
+from graders.sandbox.starvation import WorkerStarved, starved
 
 CHILD = "graders.cuda_engine.child"
 # correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
-# problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points
+# problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points (a counter rule short of its
+# bound is ``unmet`` too, applied after the child by `counted`, and keeps a share of the speed points)
 SPEED_NOT_CREDITED = frozenset({Status.IMPLAUSIBLE, Status.UNMET})
 CORRECT = SPEED_NOT_CREDITED | {Status.OK}   # the kernel's results were right: it keeps its correctness points
 STARTUP_S = 90.0   # child start: torch import, CUDA start, compile, checks before and after timing
@@ -152,8 +154,12 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
     """The child's answer, or a status for a child that hung or died, with the kernel's score added.
 
     ``details`` keeps the answer's measurements (``compile``, ``checks``, ``timing``, ``environment``, ...)
-    and adds ``score`` (correctness, performance, max, total), ``curve`` and ``seconds``."""
+    and adds ``score`` (correctness, performance, max, total), ``curve`` and ``seconds``. A child the worker starved
+    at its limit (`graders.sandbox.starvation.starved`) raises `WorkerStarved` instead: it is no timeout of the
+    kernel's."""
     if child.status == "timeout":
+        if starved(child, limit_s):   # the worker was too busy, not the kernel slow: nothing is recorded
+            raise WorkerStarved(limit_s, child)
         answer = {"status": Status.TIMEOUT, "message": f"your kernel did not finish within {limit_s:g} s "
                   "(an endless loop? a __syncthreads() that not every thread reaches?)"}
     elif child.status == "crashed":
