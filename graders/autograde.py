@@ -66,6 +66,7 @@ from graders.result import collect
 from graders.sandbox.capped_output import CappedText, shorten
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
 from graders.sandbox.session import ChildSession
+from graders.sandbox.starvation import WorkerStarved
 from graders.submission import (MAX_NOTEBOOK_BYTES, HiddenCall, Submission, SubmissionError, file_problem,
                                 hidden_call, notebook_problem)
 
@@ -342,7 +343,7 @@ class _Grading:
                     self.results[grade_id] = [r.as_dict() for r in results]
                     for line in phase_lines(grade_id, results):
                         self.log.info("%s", line)
-        except (NeedsGPUWorker, SandboxUnavailable) as exc:   # this worker cannot grade: record nothing
+        except (NeedsGPUWorker, SandboxUnavailable, WorkerStarved) as exc:   # this worker cannot grade: record nothing
             self.log.error("%s: %s", grade_id, exc)
             raise
         except Exception as exc:  # the kernel failed its test, or the submission lacks what it needs

@@ -6,7 +6,9 @@ autograde`` the trusted grader calls them with the kernel parsed from the submit
 Every message names the puzzle by its title, as the notebook's heading does.
 
 Each call sends the kernel's source to a fresh child process (see `graders.sandbox.run`) with a wall-clock
-limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A failed hidden test
+limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A child the worker was too busy
+to run (`graders.sandbox.starvation`) runs again with a longer limit, and when it is starved again grading stops
+with `WorkerStarved`: a busy worker is never the kernel's timeout. A failed hidden test
 raises `PuzzleFailed` with a message the student can act on; nbgrader scores the cell 0. A passed one
 prints to stdout only: nbgrader gives 0 to a test cell with *any* stderr output, and nothing from the
 child (numba-cuda's warnings on a real GPU among it) reaches this process's stderr.
@@ -47,7 +49,7 @@ from graders.numba_engine import catalogue
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
 from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.result import GradeResult, Status, hidden_seed, publish
-from graders.sandbox.run import run_child
+from graders.sandbox.starvation import run_child_unstarved
 
 PUBLIC_SEED = 2024          # public checks use fixed inputs; hidden tests draw a fresh seed every grading
 SIM_MEMORY_BYTES = 4 << 30  # address-space cap of a simulator child
@@ -145,18 +147,20 @@ def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
     seed = hidden_seed() if seed is None else seed
     request = {"puzzle": puzzle.id, "source": source, "kernel_name": name, "mode": mode, "seed": seed,
                "target": on}
-    child = run_child(
+    child = run_child_unstarved(
         "graders.numba_engine.child", request, timeout_s=timeout_s(),
         memory_bytes=SIM_MEMORY_BYTES if on == "sim" else None,
         env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"}, gpu=on == "gpu",
     )
+    rerun = {"rerun": child.rerun} if child.rerun else {}   # the run that gave this result was a second one
     if child.ok and "error" not in child.answer:
-        return GradeResult.from_dict(child.answer)
+        result = GradeResult.from_dict(child.answer)
+        return dataclasses.replace(result, details=result.details | rerun)
     if child.ok:   # the child's handler raised: the grader's fault, not the kernel's
         status, message = Status.GRADER_ERROR, child.answer["error"]
     else:
         status, message = Status(child.status), child.message
-    return GradeResult(puzzle.id, status, message, hidden=mode == "hidden", seed=seed, target=on)
+    return GradeResult(puzzle.id, status, message, hidden=mode == "hidden", seed=seed, target=on, details=rerun)
 
 
 def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:

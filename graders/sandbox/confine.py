@@ -18,6 +18,12 @@ controller, where the hierarchy is writable and the controller is delegated):
   cgroup's accounting (v2 ``cpu.stat`` needs no controller); the sandbox is killed with SIGXCPU once the
   total passes the cap. Without any cgroup, only the per-process limit applies.
 
+With ``--usage-fd FD`` it reports what the sandbox got from the machine (`UsageReport`): its CPU seconds (user and
+system, all its processes: the cgroup's accounting, else its live processes' with their reaped children's, from
+/proc) and its seconds waiting for a CPU (ready to run, every core busy: the cgroup's v2 CPU pressure, else the
+machine's, /proc/pressure/cpu, since the sandbox started; unknown without pressure accounting). The caller reads
+them to tell a child the worker starved from one that ran out its time (`graders.sandbox.starvation`).
+
 It gives the sandbox an allowlisted environment (`sandbox_environment`) and a new session keyring,
 starts ARGV (bwrap, or the command itself with ``--plain``) in its own process group, forwards SIGINT,
 SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the sandbox's main process, and when that process ends
@@ -25,8 +31,8 @@ kills whatever is left, removes the cgroup and exits with the same status (a sig
 a cap that stopped the sandbox says so on stderr in a ``[sandbox]`` line). If the supervisor itself is
 killed, bwrap's ``--die-with-parent`` takes the sandbox down and the next supervisor removes the cgroup
 left behind (`remove_stale_cgroups`). The supervisor runs in a session of its own, so it watches the process
-that started it (``--parent PID``) and stops the sandbox when that one is gone. ``WORKSHOP_SANDBOX_CGROUPS=off`` makes it use the fallbacks (for
-their tests).
+that started it (``--parent PID``) and stops the sandbox when that one is gone. ``WORKSHOP_SANDBOX_CGROUPS=off``
+makes it use the fallbacks (for their tests).
 """
 from __future__ import annotations
 
@@ -44,6 +50,8 @@ PREFIX = "workshop-sandbox-"
 PROCESS_POLL_S = 0.05   # how often the processes are counted where no pids cgroup caps them
 UNWATCHED_S = 10.0
 PARENT_POLL_S = 0.5     # how often the supervisor looks for its parent where it cannot wait on a pidfd
+USAGE_POLL_S = 0.5      # how often the sandbox's usage is rewritten (the caller may kill the supervisor at any time)
+USAGE_BYTES = 128       # the usage report's fixed size: each write replaces the whole of the last
 REFUSED = 125
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -198,6 +206,13 @@ class SandboxCgroup:
         except (OSError, ValueError):
             return None
 
+    def cpu_waited(self) -> float | None:
+        """Seconds in which a process of the sandbox was ready to run but waited for a CPU (v2's cpu.pressure,
+        "some"); None where there is no such accounting."""
+        if "cpu" not in self.dirs or self.dirs["cpu"][0] != 2:
+            return None
+        return _stalled(self.dirs["cpu"][1] / "cpu.pressure")
+
     def oom_eventfd(self) -> int | None:
         """v1: an eventfd that becomes readable when the OOM killer acts in the sandbox (v2 kills the whole
         group itself: memory.oom.group)."""
@@ -232,6 +247,73 @@ class SandboxCgroup:
     def kill_and_remove(self) -> None:
         for path in self.paths():
             _kill_and_remove(path)
+
+
+def _stalled(pressure: Path) -> float | None:
+    """The "some" total of a PSI file, in seconds: the time in which at least one of its tasks waited."""
+    match = re.search(r"^some .*\btotal=(\d+)", _read(pressure), re.M)
+    return int(match.group(1)) / 1e6 if match else None
+
+
+MACHINE_PRESSURE = Path("/proc/pressure/cpu")
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """CPU seconds of ``root`` and its live descendants, each with its reaped children's (/proc/PID/stat)."""
+    parents: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _read(entry / "stat").rsplit(")", 1)[-1].split()
+            if len(fields) > 14:   # state ppid ... utime stime cutime cstime (fields 3, 4, 14-17 of proc(5))
+                parents.setdefault(int(fields[1]), []).append(int(entry.name))
+                times[int(entry.name)] = sum(int(t) for t in fields[11:15]) * TICK_S
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo += parents.get(pid, [])
+    return total
+
+
+class UsageReport:
+    """The sandbox's CPU seconds and seconds waiting for a CPU (see the module docstring), written as JSON of
+    `USAGE_BYTES` bytes at the start of ``fd`` every `USAGE_POLL_S` and when the sandbox ends; None: unknown."""
+
+    def __init__(self, fd: int, cgroup: SandboxCgroup | None, pid: int):
+        self.fd, self.cgroup, self.pid, self.due = fd, cgroup, pid, 0.0
+        self.machine_start = None if self._cgroup_waited() is not None else _stalled(MACHINE_PRESSURE)
+
+    def _cgroup_waited(self) -> float | None:
+        return self.cgroup.cpu_waited() if self.cgroup else None
+
+    def usage(self) -> dict[str, float | None]:
+        cpu = self.cgroup.cpu_seconds() if self.cgroup else None
+        if cpu is None:
+            cpu = _tree_cpu_seconds(self.pid)
+        waited = self._cgroup_waited()
+        if waited is None and self.machine_start is not None:
+            now = _stalled(MACHINE_PRESSURE)
+            waited = None if now is None else now - self.machine_start
+        return {"cpu_s": cpu, "waited_s": waited}
+
+    def ended(self) -> None:
+        """The last report, once the child was reaped; where only live processes are counted (no cgroup), the
+        last one made while it ran stands."""
+        if self.cgroup and self.cgroup.cpu_seconds() is not None:
+            self.due = 0.0
+            self.write()
+
+    def write(self) -> None:
+        if time.monotonic() < self.due:
+            return
+        self.due = time.monotonic() + USAGE_POLL_S
+        report = json.dumps(self.usage()).encode().ljust(USAGE_BYTES)
+        try:
+            os.pwrite(self.fd, report, 0)
+        except OSError:
+            pass
 
 
 def _read(path: Path) -> str:
@@ -307,7 +389,7 @@ def _tasks_of(uid: int) -> int:
 
 def _parse(argv: list[str]) -> tuple[dict, list[str]]:
     options: dict = {"memory": None, "memory_rlimit": "as", "cpu": None, "processes": None,
-                     "setenv": {}, "plain": False, "bwrap": False, "parent": os.getppid()}
+                     "setenv": {}, "plain": False, "bwrap": False, "parent": os.getppid(), "usage_fd": None}
     i = 0
     while argv[i] != "--":
         flag = argv[i]
@@ -317,8 +399,8 @@ def _parse(argv: list[str]) -> tuple[dict, list[str]]:
         elif flag == "--setenv":
             options["setenv"][argv[i + 1]] = argv[i + 2]
             i += 3
-        elif flag in ("--memory", "--cpu", "--processes", "--parent"):
-            options[flag[2:]] = int(argv[i + 1])
+        elif flag in ("--memory", "--cpu", "--processes", "--parent", "--usage-fd"):
+            options[flag[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         elif flag == "--memory-rlimit":
             options["memory_rlimit"] = argv[i + 1]
@@ -341,7 +423,10 @@ def main(argv: list[str]) -> None:
     plain = options["plain"]
     memory, cpu, processes = options["memory"], options["cpu"], options["processes"]
     remove_stale_cgroups()
-    wanted = [c for c, v in (("pids", processes), ("memory", memory), ("cpu", cpu)) if v]
+    usage_fd = options["usage_fd"]
+    if usage_fd is not None:
+        os.set_inheritable(usage_fd, False)   # the supervisor's: the sandbox never gets it
+    wanted = [c for c, v in (("pids", processes), ("memory", memory), ("cpu", cpu or usage_fd is not None)) if v]
     cgroup = None
     if wanted:
         try:
@@ -406,7 +491,10 @@ def main(argv: list[str]) -> None:
     watch = processes if processes and "pids" not in has and os.getuid() == 0 and options["bwrap"] else None
     if watch:
         _outrank_the_sandbox()
-    status = _supervise(pid, info_r, cgroup, options["parent"], cpu=cpu, watch_processes=watch)
+    usage = UsageReport(usage_fd, cgroup, pid) if usage_fd is not None else None
+    status = _supervise(pid, info_r, cgroup, options["parent"], cpu=cpu, watch_processes=watch, usage=usage)
+    if usage:
+        usage.ended()
     _finish(status, cgroup, memory, bwrap=options["bwrap"], processes=processes)
 
 
@@ -449,7 +537,7 @@ class _Target:
 
 
 def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, parent: int, *, cpu: int | None,
-               watch_processes: int | None) -> int:
+               watch_processes: int | None, usage: UsageReport | None = None) -> int:
     """Wait for the child and watch the caps; returns its wait status, or -SIGNAL when a cap killed it.
 
     The sandbox also ends when ``parent``, the process that started this supervisor, does (nbgrader killed, a
@@ -516,6 +604,9 @@ def _supervise(pid: int, info_r: int | None, cgroup: SandboxCgroup | None, paren
                 return stop(signal.SIGXCPU, f"the sandbox's processes used up its CPU time ({cpu} s)")
             wait = max(0.02, min(1.0, (cpu - used) / ncpu))
             timeout = wait if timeout is None else min(timeout, wait)
+        if usage:
+            usage.write()
+            timeout = USAGE_POLL_S if timeout is None else min(timeout, USAGE_POLL_S)
         readers = [fd for fd in (pidfd, target.info_r, oom, parent_fd) if fd is not None]
         ready = select.select(readers, [], [], timeout)[0] if readers else time.sleep(timeout) or []
         if target.info_r in ready:

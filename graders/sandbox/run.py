@@ -26,7 +26,9 @@ without bubblewrap, in the caller's full environment. ``WORKSHOP_BWRAP`` names t
 child's stdin and reads the child's JSON answer from a private pipe (not stdout, which student code can
 print to). A child that runs past its wall-clock limit is killed with its whole sandbox; one that dies or
 answers nothing is reported as crashed. Nothing raised in the child reaches the parent as an exception:
-every outcome is a `ChildResult`. A child module exposes ``handle(request: dict) -> dict`` and is started
+every outcome is a `ChildResult`, with what the machine gave the child (its sandbox's CPU seconds and seconds
+waiting for a CPU, from the supervisor's `UsageFile`), from which `graders.sandbox.starvation` tells a kernel's
+timeout from a busy worker's. A child module exposes ``handle(request: dict) -> dict`` and is started
 through ``python -m graders.sandbox.child``.
 """
 from __future__ import annotations
@@ -114,8 +116,9 @@ def _check_bwrap(bwrap: str) -> None:
 
 
 def sandbox_argv(command: list[str], confinement: Confinement = Confinement(), *,
-                 env: Mapping[str, str] | None = None) -> list[str]:
+                 env: Mapping[str, str] | None = None, usage_fd: int | None = None) -> list[str]:
     """The argv that runs ``command`` confined; ``env`` is set inside on top of the allowlisted environment.
+    ``usage_fd``: where the supervisor reports the sandbox's usage (`UsageFile`), a descriptor the caller passes.
 
     Raises `SandboxUnavailable` when the sandbox cannot be built here (unless ``WORKSHOP_SANDBOX=off``).
     """
@@ -129,6 +132,8 @@ def sandbox_argv(command: list[str], confinement: Confinement = Confinement(), *
         options += ["--processes", str(c.max_processes)]
     for name, value in (env or {}).items():
         options += ["--setenv", name, value]
+    if usage_fd is not None:
+        options += ["--usage-fd", str(usage_fd)]
     options += ["--parent", str(os.getpid())]   # the sandbox ends with this process
     supervisor = [sys.executable, "-I", "-S", confine.__file__, *options]
     if not sandbox_enabled():
@@ -197,6 +202,9 @@ class ChildResult:
     stderr: str = ""
     seconds: float = 0.0
     stdout: str = ""     # the end of what the child (or its ``wrapper``) printed
+    cpu_s: float | None = None      # CPU time its sandbox had (user and system, all its processes); None: unknown
+    waited_s: float | None = None   # time its sandbox was ready to run but waited for a CPU; None: unknown
+    rerun: str = ""      # why this is a second run (`graders.sandbox.starvation`); '' for a first
 
     @property
     def ok(self) -> bool:
@@ -237,64 +245,100 @@ def run_child(
     if serving is not None:
         return serving.run(handler, request, timeout_s=timeout_s, memory_bytes=memory_bytes, gpu=gpu, env=env)
     read_fd, write_fd = os.pipe()
+    usage = UsageFile()
     try:
         argv = child_argv([*wrapper, sys.executable, "-m", "graders.sandbox.child", handler, str(write_fd)],
-                          gpu=gpu, memory_bytes=memory_bytes, env=env)
+                          gpu=gpu, memory_bytes=memory_bytes, env=env, usage=usage)
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)
+        usage.close()
         raise
     start = time.monotonic()
-    proc = start_child(argv, write_fd)
-    # every stream is capped: the child decides how much it writes, not how much of it is kept
-    got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
-                                    kill=lambda: _kill_group(proc))
-    return child_result(got, proc.returncode, timeout_s, time.monotonic() - start)
+    with usage:
+        proc = start_child(argv, write_fd, usage)
+        # every stream is capped: the child decides how much it writes, not how much of it is kept
+        got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
+                                        kill=lambda: _kill_group(proc))
+        return child_result(got, proc.returncode, timeout_s, time.monotonic() - start, usage.read())
 
 
-def child_argv(command: list[str], *, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None) -> list[str]:
-    """The sandboxed argv of a grading child's ``command`` (see `run_child`)."""
+class UsageFile:
+    """A file (in memory) where a child's supervisor rewrites what its sandbox got from the machine
+    (`graders.sandbox.confine.UsageReport`, every `confine.USAGE_POLL_S`): `read` gives its last report."""
+
+    def __init__(self):
+        self.fd = os.memfd_create("sandbox-usage")   # close-on-exec: only the child it is passed to gets it
+
+    def read(self) -> dict[str, float | None]:
+        """``cpu_s`` and ``waited_s`` so far (see `ChildResult`); None: unknown, or no report yet."""
+        try:
+            report = json.loads(os.pread(self.fd, confine.USAGE_BYTES, 0) or b"{}")
+        except (OSError, ValueError):   # read while it was rewritten
+            report = {}
+        return {key: report.get(key) for key in ("cpu_s", "waited_s")}
+
+    def since(self, before: dict[str, float | None]) -> dict[str, float | None]:
+        """What `read` gives now less ``before`` (an earlier `read`; None there: no report yet, nothing used):
+        one request's share of a serving child."""
+        now = self.read()
+        return {key: None if now[key] is None else now[key] - (before[key] or 0.0) for key in now}
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> UsageFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def child_argv(command: list[str], *, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None,
+               usage: UsageFile | None = None) -> list[str]:
+    """The sandboxed argv of a grading child's ``command`` (see `run_child`), its usage reported to ``usage``."""
     extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
     # the child's entry point is this package: importable in the child however it was installed
     pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
-    return sandbox_argv(command, Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra)
+    return sandbox_argv(command, Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra,
+                        usage_fd=usage.fd if usage else None)
 
 
-def start_child(argv: list[str], answer_fd: int) -> subprocess.Popen:
-    """Start a child with piped stdio and the write end ``answer_fd`` of its answer pipe (closed here)."""
+def start_child(argv: list[str], answer_fd: int, usage: UsageFile | None = None) -> subprocess.Popen:
+    """Start a child with piped stdio and the write end ``answer_fd`` of its answer pipe (closed here), and the
+    file its supervisor reports its usage to."""
     try:
         return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=(answer_fd,), start_new_session=True)
+                                pass_fds=(answer_fd, *([usage.fd] if usage else [])), start_new_session=True)
     finally:
         os.close(answer_fd)
 
 
 def child_result(got: capped_output.Exchange, returncode: int | None, timeout_s: float,
-                 seconds: float) -> ChildResult:
-    """The `ChildResult` of one exchange with a child whose exit status is ``returncode`` (None: still running)."""
+                 seconds: float, usage: dict[str, float | None] | None = None) -> ChildResult:
+    """The `ChildResult` of one exchange with a child whose exit status is ``returncode`` (None: still running);
+    ``usage``: what its sandbox got from the machine meanwhile (`UsageFile`)."""
     stderr, stdout = got.stderr.text("stderr"), got.stdout.text("stdout")
+    seen = {"stderr": stderr, "seconds": seconds, **(usage or {})}
     if got.timed_out:
         confine.remove_stale_cgroups()
         return ChildResult(
-            "timeout",
-            message=f"stopped after {timeout_s:g} s: it did not finish (an endless loop or a deadlock?)",
-            stderr=stderr,
-            seconds=seconds,
-        )
+            "timeout", message=f"stopped after {timeout_s:g} s: it did not finish (an endless loop or a deadlock?)",
+            **seen)
     if got.answer_over_cap:
         return ChildResult("crashed", message=f"the answer was larger than {capped_output.ANSWER_BYTES} bytes "
-                           "(the cap on a grading child's answer)", stderr=stderr, seconds=seconds, stdout=stdout)
+                           "(the cap on a grading child's answer)", stdout=stdout, **seen)
     raw = got.answer
     if (returncode is not None and returncode != 0) or not raw:
-        return ChildResult("crashed", message=_crash_message(returncode or 0, stderr), stderr=stderr,
-                           seconds=seconds, stdout=stdout)
+        return ChildResult("crashed", message=_crash_message(returncode or 0, stderr), stdout=stdout, **seen)
     try:
         answer = json.loads(raw)
     except json.JSONDecodeError:
-        return ChildResult("crashed", message="the child's answer was garbled", stderr=stderr, seconds=seconds,
-                           stdout=stdout)
-    return ChildResult("ok", answer=answer, stderr=stderr, seconds=seconds, stdout=stdout)
+        return ChildResult("crashed", message="the child's answer was garbled", stdout=stdout, **seen)
+    return ChildResult("ok", answer=answer, stdout=stdout, **seen)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

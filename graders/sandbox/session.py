@@ -23,7 +23,7 @@ import threading
 import time
 
 from graders.sandbox import capped_output
-from graders.sandbox.run import ChildResult, _kill_group, child_argv, child_result, start_child
+from graders.sandbox.run import ChildResult, UsageFile, _kill_group, child_argv, child_result, start_child
 
 _local = threading.local()
 EXIT_WAIT_S = 10.0   # for a child that said it serves no more to exit by itself
@@ -39,15 +39,17 @@ class _Child:
 
     def __init__(self, key: tuple, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None):
         read_fd, write_fd = os.pipe()
+        self.usage = UsageFile()
         try:
             argv = child_argv([sys.executable, "-m", "graders.sandbox.child", "--serve", str(write_fd)],
-                              gpu=gpu, memory_bytes=memory_bytes, env=env)
+                              gpu=gpu, memory_bytes=memory_bytes, env=env, usage=self.usage)
         except BaseException:
             os.close(read_fd)
             os.close(write_fd)
+            self.usage.close()
             raise
         self.key = key
-        self.proc = start_child(argv, write_fd)
+        self.proc = start_child(argv, write_fd, self.usage)
         self.pipes = capped_output.Pipes(self.proc, read_fd)
         self.requests = 0
 
@@ -55,6 +57,7 @@ class _Child:
         _kill_group(self.proc)
         self.pipes.close()
         self.proc.wait()
+        self.usage.close()
 
 
 class ChildSession:
@@ -91,6 +94,7 @@ class ChildSession:
             self.started += 1
         child = self._child
         child.requests += 1
+        before = child.usage.read()   # this request's share of the child's usage: `UsageFile.since`
         pipes = child.pipes
         pipes.reset()
         pipes.send(json.dumps({"handler": handler, "request": request}).encode() + b"\n", then_close=False)
@@ -102,12 +106,13 @@ class ChildSession:
             raise
         answered = b"\n" in pipes.answer and not pipes.over
         timed_out = not answered and not pipes.over and time.monotonic() >= deadline
+        used = child.usage.since(before)
         if not answered:    # killed at its limit, died, or answered too much: the next request starts afresh
             child.kill()
             self._child = None
             got = pipes.exchange(timed_out)
             return child_result(got, None if timed_out else child.proc.returncode, timeout_s,
-                                time.monotonic() - start)
+                                time.monotonic() - start, used)
         line, _, _ = bytes(pipes.answer).partition(b"\n")
         try:
             message = json.loads(line)
@@ -118,7 +123,7 @@ class ChildSession:
             self._retire(child)
         raw = json.dumps(answer).encode() if answer is not None else b"{"   # garbled: reported as such
         got = capped_output.Exchange(pipes.stdout, pipes.stderr, raw, False, False)
-        return child_result(got, None, timeout_s, time.monotonic() - start)
+        return child_result(got, None, timeout_s, time.monotonic() - start, used)
 
     def _retire(self, child: _Child) -> None:
         """The child serves no more: let it exit (it does so by itself), and kill what is left of it."""

@@ -43,7 +43,7 @@ def children(monkeypatch):
         state["requests"].append(request)
         outcome = state["outcomes"].pop(0) if len(state["outcomes"]) > 1 else state["outcomes"][0]
         return outcome(request)
-    monkeypatch.setattr(grade, "run_child", run_child)
+    monkeypatch.setattr(grade, "run_child_unstarved", run_child)
     return state
 
 

@@ -1,0 +1,147 @@
+"""A grading child stopped at its limit because the worker starved it is the worker's fault, never the kernel's
+timeout (`graders.sandbox.starvation`): the rule on what a child's supervisor reported, the second run, and real
+sandboxed children: one spinning past its limit, one asleep past it (a GPU hang under blocking synchronisation),
+one starved by busy processes on its CPU."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from graders.sandbox import starvation
+from graders.sandbox.run import ChildResult, run_child
+from graders.sandbox.starvation import RETRY_FACTOR, SHARE, WorkerStarved, run_child_unstarved, starved
+
+LIMIT = 2.0
+HANDLER = '''
+import time
+
+def handle(request):
+    spin = request.get("cpu_s")   # CPU seconds to spend; None: forever
+    while spin is None or time.process_time() < spin:
+        pass
+    time.sleep(request.get("sleep_s", 0))
+    return {}
+'''
+
+
+def stopped(cpu: float | None, waited: float | None, status: str = "timeout") -> ChildResult:
+    return ChildResult(status, seconds=LIMIT, cpu_s=cpu, waited_s=waited)
+
+
+@pytest.mark.parametrize("run, is_starved", [
+    (stopped(0.2, 1.7), True),          # ready to run all along, little CPU: the worker starved it
+    (stopped(1.0, 1.0), False),         # half its limit in CPU: a loop, however busy the worker
+    (stopped(0.1, 0.2), False),         # asleep (a GPU hang under blocking synchronisation): not short of a CPU
+    (stopped(0.4, 0.8), True),          # as long waiting as asleep
+    (stopped(0.4, 0.7), False),         # longer asleep than waiting
+    (stopped(0.2, None), True),         # waits not measured: CPU time alone
+    (stopped(None, 1.9), False),        # CPU time unknown: never starved
+    (stopped(0.2, 1.7, "crashed"), False),
+], ids=["starved", "looped", "asleep", "half-waiting", "mostly-asleep", "waits-unknown", "cpu-unknown", "crashed"])
+def test_the_rule(run, is_starved):
+    assert starved(run, LIMIT) is is_starved
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """`run_child_unstarved` over a stand-in `run_child` answering ``runs["outcomes"]`` in turn, recording each
+    call's limit in ``runs["limits"]``."""
+    state = {"outcomes": [], "limits": []}
+
+    def run_child(handler, request, *, timeout_s, **options):
+        state["limits"].append(timeout_s)
+        return state["outcomes"].pop(0)
+    monkeypatch.setattr(starvation, "run_child", run_child)
+    return state
+
+
+def test_a_starved_child_runs_again_with_a_longer_limit_and_says_so(runs):
+    runs["outcomes"] = [stopped(0.2, 1.7), ChildResult("ok", answer={"verdict": 1})]
+    result = run_child_unstarved("h", {}, timeout_s=LIMIT)
+    assert result.ok and result.answer == {"verdict": 1} and runs["limits"] == [LIMIT, RETRY_FACTOR * LIMIT]
+    assert result.rerun.startswith("the worker was too busy during a first run: stopped after 2.0 s having run "
+                                   "0.2 s of CPU (it waited 1.7 s for a CPU)")
+
+
+def test_a_kernel_that_loops_on_its_second_run_is_its_own_timeout(runs):
+    runs["outcomes"] = [stopped(0.2, 1.7), ChildResult("timeout", message="stopped after 6 s: it did not finish",
+                                                       seconds=6.0, cpu_s=1.5, waited_s=4.0)]
+    result = run_child_unstarved("h", {}, timeout_s=LIMIT)
+    assert result.status == "timeout" and result.message.endswith(
+        "(a second run, given 3 x its 2 s limit: the worker was too busy during the first)")
+
+
+def test_starved_twice_is_the_workers_fault(runs):
+    second = ChildResult("timeout", seconds=6.0, cpu_s=0.6, waited_s=5.2)
+    runs["outcomes"] = [stopped(0.2, 1.7), second]
+    with pytest.raises(WorkerStarved, match="^the worker was too busy to run a grading child whose limit is 2 s: "
+                       r"stopped after 2\.0 s .*; then stopped after 6\.0 s having run 0\.6 s of CPU \(it waited 5\.2 "
+                       r"s for a CPU\)\. Nothing is recorded for this submission") as raised:
+        run_child_unstarved("h", {}, timeout_s=LIMIT)
+    assert raised.value.runs[1] is second
+
+
+def test_a_kernels_timeout_is_not_run_again(runs):
+    runs["outcomes"] = [stopped(1.2, 0.7)]
+    assert run_child_unstarved("h", {}, timeout_s=LIMIT).status == "timeout" and runs["limits"] == [LIMIT]
+
+
+# --- real children --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def handler(tmp_path) -> dict[str, str]:
+    (tmp_path / "busy_handler.py").write_text(HANDLER)
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+@pytest.mark.parametrize("cgroups", ["on", "off"])
+def test_the_supervisor_reports_the_sandboxs_cpu_time(handler, monkeypatch, cgroups):
+    if cgroups == "off":   # its fallback: the sandbox's processes read from /proc
+        monkeypatch.setenv("WORKSHOP_SANDBOX_CGROUPS", "off")
+    result = run_child("busy_handler", {"cpu_s": 0.6, "sleep_s": 1.0}, timeout_s=30, env=handler)
+    assert result.ok and 0.6 <= result.cpu_s < 3
+
+
+def test_a_kernel_spinning_past_its_limit_is_its_own_timeout(handler):
+    result = run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler)
+    assert result.status == "timeout" and result.cpu_s >= SHARE * LIMIT
+
+
+def test_a_child_asleep_past_its_limit_is_its_own_timeout_with_no_second_run(handler):
+    """As a GPU kernel that hangs while the host waits under blocking synchronisation: little CPU, not starved."""
+    result = run_child_unstarved("busy_handler", {"cpu_s": 0, "sleep_s": 60}, timeout_s=LIMIT, env=handler)
+    assert result.status == "timeout" and result.rerun == "" and result.cpu_s < SHARE * LIMIT
+
+
+def test_a_child_starved_by_busy_processes_on_its_cpu_is_the_workers_fault(handler):
+    """Eight busy processes, each in a session of its own (the scheduler shares a CPU between sessions), on the
+    one CPU the child runs on: it gets about a ninth of it, on its first run and on its second."""
+    cpu = max(os.sched_getaffinity(0))
+    busy = [subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"],
+                             start_new_session=True) for _ in range(8)]
+    outcome: dict = {}
+
+    def grade_on_that_cpu() -> None:   # a thread's affinity is what the processes it starts inherit
+        os.sched_setaffinity(0, {cpu})
+        try:
+            outcome["result"] = run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler)
+        except WorkerStarved as exc:
+            outcome["starved"] = exc
+    try:
+        time.sleep(0.5)
+        grading = threading.Thread(target=grade_on_that_cpu)
+        grading.start()
+        grading.join(60)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert "starved" in outcome, outcome
+    first, second = outcome["starved"].runs
+    assert first.seconds < RETRY_FACTOR * LIMIT <= second.seconds
+    assert all(run.cpu_s < SHARE * LIMIT and run.waited_s > run.seconds / 2 for run in (first, second))
