@@ -24,9 +24,9 @@ from graders.settings import ROOT
 from workshop.course import nbgrader_env
 from workshop.fleet.processes import kill_tree
 
-# Markers in nbgrader's log of a worker that cannot grade at all (graders.gpu, graders.sandbox.run): the
-# submission is retried, never scored.
-INFRASTRUCTURE_MARKERS = ("NeedsGPUWorker", "SandboxUnavailable", "cannot sandbox student code")
+# Markers in nbgrader's log of a worker that cannot grade at all (graders.gpu, graders.sandbox.run), or too busy to
+# (graders.sandbox.starvation): the submission is retried, never scored.
+INFRASTRUCTURE_MARKERS = ("NeedsGPUWorker", "SandboxUnavailable", "cannot sandbox student code", "WorkerStarved")
 # Settings the grading child must not inherit: the real gradebook and the fleet's own.
 PRIVATE_ENV = ("WORKSHOP_GRADEBOOK_URL", "WORKSHOP_BROKER_URL", "WORKSHOP_RESULT_URL")
 LOG_TAIL = 20_000
