@@ -145,7 +145,7 @@ def _course(dest: Path, track: str, n: int, submissions) -> Path:
         mix = [submissions.reference_answers(), {}]
     else:
         mix = [submissions.cuda_answers(track),
-               *(submissions.wrong_answers(track, group) for group in submissions.wrong_groups(track)), {}]
+               *(submissions.wrong_group_answers(track, group) for group in submissions.wrong_groups(track)), {}]
     for i in range(n):
         submissions.write(course, f"student{i:03d}", track, submissions.fill(release, mix[i % len(mix)]))
     return course

@@ -87,7 +87,7 @@ def wrong_groups(track: str) -> list[dict[str, Path]]:
     return groups
 
 
-def wrong_answers(track: str, group: dict[str, Path]) -> dict[str, str]:
+def wrong_group_answers(track: str, group: dict[str, Path]) -> dict[str, str]:
     """The solution cells of a submission handing in ``group`` (`wrong_groups`), the other kernels as the stub."""
     answers = cuda_answers(track, {kernel: path.read_text() for kernel, path in group.items()})
     return {kernel: answers[kernel] for kernel in group}

@@ -17,7 +17,7 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from workshop.course import Autograding, Course, nbgrader, stderr_text
 from workshop.records import write_gpu_record
-from workshop.submissions import cuda_answers, wrong_answers, wrong_groups
+from workshop.submissions import cuda_answers, wrong_group_answers, wrong_groups
 
 pytestmark = pytest.mark.gpu
 CUDA_TRACKS = [t for t in tracks.all_tracks() if t.engine == "cuda"]
@@ -80,7 +80,7 @@ def test_each_known_wrong_solution_gets_its_expected_points(grading):
     track = tracks.get(grading.course.assignment)
     missed = {}
     for i, group in enumerate(wrong_groups(track.name)):
-        scores = grading.grade(f"wrong{i}", wrong_answers(track.name, group))
+        scores = grading.grade(f"wrong{i}", wrong_group_answers(track.name, group))
         for path in group.values():
             for grade_id, expected in tracks.expected_points(path).items():
                 if not expected.matches(scores[grade_id]):
