@@ -7,7 +7,9 @@ last definition winning as it would when the notebook runs:
 
 - ``name = <literal>`` (a CUDA C++ source string, a search space dict, a launch choice): its value;
 - ``@cuda.jit def name(...)``: a `SubmittedKernel`, the kernel's self-contained source taken from its cell
-  by `graders.numba_engine.cell_source.kernel_source_from_cell`.
+  by `graders.numba_engine.cell_source.kernel_source_from_cell`;
+- ``@triton.jit def name(...)``: a `graders.triton_engine.kernel_source.TritonKernel`, its cell's ``@triton.jit``
+  functions.
 
 Anything else (a value computed by code, a name defined only in a cell the student added) is not read: the
 test fails and says so. Nothing the notebook's kernel did while it ran can change what is found here.
@@ -31,6 +33,7 @@ from nbgrader import utils
 
 from graders.numba_engine.cell_source import kernel_source_from_cell
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel
+from graders.triton_engine.kernel_source import TritonSourceError, triton_kernel_in_cell
 
 MAX_NOTEBOOK_BYTES = 8 << 20   # the submitted notebook file
 MAX_JSON_CONTAINERS = 20_000   # objects and arrays in its JSON
@@ -158,14 +161,15 @@ class Submission:
             raise SubmissionError(text)
         if kind == "kernel":
             try:
-                source = kernel_source_from_cell(text, name)
-            except KernelSourceError as exc:
+                triton_kernel = triton_kernel_in_cell(text, name)
+                source = triton_kernel.source if triton_kernel else kernel_source_from_cell(text, name)
+            except (KernelSourceError, TritonSourceError) as exc:
                 raise SubmissionError(str(exc)) from None
             if len(source) > MAX_KERNEL_CHARS:
-                raise SubmissionError(f"the source of {name} (its cell's @cuda.jit functions, imports and "
-                                      f"constants) holds {len(source)} characters; the grader reads at most "
-                                      f"{MAX_KERNEL_CHARS}")
-            return SubmittedKernel(source, name)
+                raise SubmissionError(f"the source of {name} (its cell's @cuda.jit or @triton.jit functions, "
+                                      f"imports and constants) holds {len(source)} characters; the grader reads "
+                                      f"at most {MAX_KERNEL_CHARS}")
+            return triton_kernel or SubmittedKernel(source, name)
         try:
             return ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):

@@ -2,15 +2,15 @@
 
 A track folder holds:
 
-- ``spec.toml``: what is graded and how (``[assignment]``: ``name`` = the folder's name, ``engine``: ``numba``
-  or ``cuda``; cases, seeds, tolerances, targets, points; the engine's docstring lists the keys);
+- ``spec.toml``: what is graded and how (``[assignment]``: ``name`` = the folder's name, ``engine``: ``numba``,
+  ``cuda`` or ``triton``; cases, seeds, tolerances, targets, points; the engine's docstring lists the keys);
 - ``problem.py``, when the track brings problems of its own: numba puzzles (``PUZZLES``) or CUDA problem
   kinds (``PROBLEMS``, registered with the CUDA engine from here);
 - ``notebook.py``: ``build() -> NotebookNode``, the nbgrader source notebook (written to
   ``assignments/<name>/<name>.ipynb`` by ``workshop build``; a test fails when the committed one is stale);
 - ``solutions/``: the reference solution, and in ``solutions/wrong/`` known-wrong ones, each with the points
-  it must get on an ``expect:`` line (`expected_points`; a CUDA one also the grading statuses it may end in,
-  `expected_statuses`). Solutions never enter a release or a sandbox.
+  it must get on an ``expect:`` line (`expected_points`; a CUDA or Triton one also the grading statuses it may
+  end in, `expected_statuses`). Solutions never enter a release or a sandbox.
 
 Only ``spec.toml``, ``structure.toml`` and ``problem.py`` are visible to sandboxed grading children
 (`GRADER_FILES`).
@@ -31,9 +31,9 @@ from types import ModuleType
 from graders import settings
 
 GRADER_FILES = ("spec.toml", "structure.toml", "problem.py")
-ENGINES = ("numba", "cuda")
+ENGINES = ("numba", "cuda", "triton")
 _EXPECT = re.compile(r"^(?:#|//) expect: (.*)$", re.MULTILINE)
-_STATUS = re.compile(r"^// status: (.*)$", re.MULTILINE)
+_STATUS = re.compile(r"^(?:#|//) status: (.*)$", re.MULTILINE)
 _BOUND = re.compile(r"^(\w+)(<=|>=|=|<|>)(\d+(?:\.\d+)?)$")
 _COMPARE = {"=": lambda a, b: math.isclose(a, b, abs_tol=1e-9), "<": operator.lt, "<=": operator.le,
             ">": operator.gt, ">=": operator.ge}
@@ -116,8 +116,8 @@ def expected_points(path: Path) -> dict[str, Expectation]:
 
 
 def expected_statuses(path: Path) -> tuple[str, ...]:
-    """The grading statuses a known-wrong CUDA solution may end in, from its ``// status:`` line
-    (``// status: incorrect|oob_write``; ``ok`` for a correct one); () when it has none."""
+    """The grading statuses a known-wrong CUDA or Triton solution may end in, from its ``// status:`` (or
+    ``# status:``) line (``// status: incorrect|oob_write``; ``ok`` for a correct one); () when it has none."""
     match = _STATUS.search(Path(path).read_text())
     return tuple(match.group(1).split("|")) if match else ()
 

@@ -175,7 +175,7 @@ def test_find_and_get_a_track(course):
 
 @pytest.mark.parametrize("body, message", [
     (None, r"a track needs a spec\.toml"),
-    ('title = "no assignment table"\n', r"spec\.toml \[assignment\]: engine must be one of \('numba', 'cuda'\), got None"),
+    ('title = "no assignment table"\n', r"spec\.toml \[assignment\]: engine must be one of \('numba', 'cuda', 'triton'\), got None"),
     ('[assignment]\nname = "bad"\nengine = "opencl"\n', r"engine must be one of .*, got 'opencl'"),
     ('[assignment]\nname = "other"\nengine = "numba"\n', r"spec\.toml \[assignment\]: name must be the folder's name 'bad'"),
 ])

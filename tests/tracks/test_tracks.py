@@ -15,6 +15,7 @@ from graders.cuda_engine.structure import load_structure
 from graders.notebook import CUDA_STUB
 from graders.numba_engine import catalogue
 from graders.result import Status
+from graders.triton_engine.spec import load_triton_spec
 from workshop import notebooks
 from workshop.cells import read_cells, strip_solution_markers
 
@@ -31,13 +32,18 @@ def _cells(track: tracks.Track) -> dict[str, nbformat.NotebookNode]:
     return {c.metadata.nbgrader["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
 
 
+def _kernels(track: tracks.Track) -> dict:
+    """A CUDA or Triton track's kernels (`graders.cuda_engine.spec.KernelSpec`), by id."""
+    return (load_triton_spec(track.name).assignment if track.engine == "triton" else load_spec(track.name)).kernels
+
+
 def _points(track: tracks.Track) -> dict[str, float]:
     """What the spec says each graded cell is worth, by grade_id."""
     if track.engine == "numba":
         spec = track.assignment
         return {f"{p.id}_{part}": float(spec[f"points_{part}"])
                 for p in track.problem_module().PUZZLES for part in ("correct", "limits")}
-    points = {f"{kid}_score": k.points for kid, k in load_spec(track.name).kernels.items()}
+    points = {f"{kid}_score": k.points for kid, k in _kernels(track).items()}
     if (track.folder / "structure.toml").is_file():
         structure = load_structure(track.name)
         points |= {c.id: c.points for c in structure.checks.values()}
@@ -52,21 +58,22 @@ def _answers(track: tracks.Track) -> dict[str, str]:
         cells = read_cells(track.solutions / "reference.py")
         return {p.id: strip_solution_markers(cells[p.id]) for p in track.problem_module().PUZZLES}
     answers = {}
-    for kid, kernel in load_spec(track.name).kernels.items():
+    comment = "#" if track.engine == "triton" else "//"
+    for kid, kernel in _kernels(track).items():
         lines = kernel.reference.read_text().rstrip("\n").split("\n")
-        answers[kid] = "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith("//")):])
+        answers[kid] = "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith(comment)):])
     return answers
 
 
-def test_there_are_tracks_of_both_engines():
+def test_there_are_tracks_of_every_engine():
     assert {t.engine for t in TRACKS} == set(tracks.ENGINES)
 
 
 @by_name
 def test_track_has_every_part(track):
-    if track.engine == "cuda":
-        spec = load_spec(track.name)
-        assert spec.kernels and all(k.reference.is_file() for k in spec.kernels.values())
+    if track.engine in ("cuda", "triton"):
+        kernels = _kernels(track)
+        assert kernels and all(k.reference.is_file() for k in kernels.values())
     else:
         puzzles = track.problem_module().PUZZLES
         assert puzzles and all(catalogue.get(p.id) is p for p in puzzles)
@@ -77,7 +84,7 @@ def test_track_has_every_part(track):
     for wrong in track.wrong_solutions():
         expected = tracks.expected_points(wrong)
         assert expected and set(expected) <= graded, f"{wrong}: its expect: line names no graded cell of the notebook"
-        if track.engine == "cuda":
+        if track.engine in ("cuda", "triton"):
             statuses = tracks.expected_statuses(wrong)
             assert statuses and set(statuses) <= set(Status), f"{wrong}: status: line outside graders.result.Status"
 
@@ -115,6 +122,8 @@ def test_a_check_cell_run_before_its_kernels_cell_says_which_cell_to_run(track, 
     cells = _cells(track)
     if track.engine == "numba":
         kernels = {p.id: (p.title, p.kernel_name) for p in track.problem_module().PUZZLES}
+    elif track.engine == "triton":
+        kernels = {kid: (kid, k.function) for kid, k in _kernels(track).items()}
     else:
         kernels = {kid: (kid, f"{kid}_src") for kid in load_spec(track.name).kernels}
     namespace: dict = {}
@@ -140,7 +149,7 @@ def test_release_holds_no_solution_and_no_hidden_test(track, released):
     leaked = (secret - public) & set(text.splitlines())
     assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
     stubs = [c for c in release.cells if is_solution(c)]
-    stub = "raise NotImplementedError()" if track.engine == "numba" else CUDA_STUB   # nbgrader_config.py
+    stub = CUDA_STUB if track.engine == "cuda" else "raise NotImplementedError()"   # nbgrader_config.py
     assert stubs and all(stub in c.source for c in stubs)
 
 

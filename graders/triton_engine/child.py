@@ -1,0 +1,185 @@
+"""Child handler (run by `graders.sandbox.run.run_child`): check and time one Triton kernel.
+
+The request carries the kernel's source as read from its cell (`graders.triton_engine.kernel_source`) and the
+launch (``BLOCK_SIZE``, ``num_warps``). The child runs the source in a fresh namespace holding only ``triton``
+and ``tl``, and launches the kernel itself, ``kernel[grid](out, *inputs, *sizes, BLOCK_SIZE=..., num_warps=...)``
+with the problem kind's arguments (`graders.cuda_engine.problems`); inputs, guarded outputs, timing and checks are
+the CUDA C++ engine's (`graders.cuda_engine.child.check_and_time`: fresh inputs for every timed launch, NaN
+poisoning, guard bands, the re-check after timing). Every floating-point input also sits between NaN fences, so
+a load past its end gives NaN, not a neighbour's value.
+
+Triton compiles on the kernel's first launch at each ``BLOCK_SIZE``, into a cache in the child's private
+``/tmp`` (``TRITON_CACHE_DIR``, set by the parent), within the child's wall-clock limit. A compile error is
+status ``compile_error``; an exception the kernel raises as it runs (in Triton's interpreter) ``kernel_error``.
+
+The student's Python runs here (the source is executed to define the kernel, and Triton runs Python as it
+compiles), so this child serves one request: the module defines no ``reusable`` (`graders.sandbox.session`).
+
+Modes: ``grade`` (the GPU: `check_and_time`) and ``check``: correctness only, at the request's shapes, on the GPU
+or, with ``TRITON_INTERPRET=1`` set by the parent, in Triton's interpreter on CPU tensors (the check cell).
+"""
+from __future__ import annotations
+
+import linecache
+
+from graders.cuda_engine.child import Bench, Harness, Phases, TimedLaunchFailed, check_and_time
+from graders.cuda_engine.compile import CompileError
+from graders.cuda_engine.problems import Problem, Shape, problem
+from graders.result import Status
+from graders.triton_engine.kernel_source import NAMES
+from graders.triton_engine.spec import Launch, load_triton_spec, resolve_launch
+
+FENCE_ELEMENTS = 1 << 16   # NaN before and after every floating-point input
+SOURCE_FILE = "<your kernel's cell>"
+
+
+class KernelRaised(Exception):
+    """The kernel failed to compile or raised as it ran; ``status`` says which."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _cuda_error(exc: BaseException) -> bool:
+    return "CUDA" in type(exc).__name__ or "CUDA" in str(exc)
+
+
+class TritonLaunch:
+    """What makes a `graders.cuda_engine.child.Bench` a Triton one: loading the kernel from its source, the
+    launch, fenced inputs, and the kernel's own failures as statuses. Mixed in before the bench class."""
+
+    launch_spec: Launch
+
+    def load(self, source: str, function: str) -> dict:
+        import triton
+        import triton.language as tl
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+        linecache.cache[SOURCE_FILE] = (len(source), None, source.splitlines(True), SOURCE_FILE)
+        namespace = {"__name__": "submitted_kernel", "triton": triton, "tl": tl}
+        try:
+            exec(compile(source, SOURCE_FILE, "exec"), namespace)
+        except Exception as exc:
+            raise CompileError(f"defining your kernel raised {type(exc).__name__}: {exc}") from None
+        kernel = namespace.get(function)
+        if not isinstance(kernel, (JITFunction, InterpretedFunction)):
+            raise CompileError(f"your cell defines no @triton.jit function {function}")
+        self.kernel = kernel
+        return {"triton": triton.__version__, "launch": self.launch_spec.as_dict(),
+                "interpreted": isinstance(kernel, InterpretedFunction)}
+
+    def sass_failures(self, function: str) -> list[str]:
+        return []
+
+    def launch(self, out, inputs: list, shape: Shape) -> None:
+        from triton.compiler.errors import CompilationError
+        from triton.runtime.errors import OutOfResources
+        problem: Problem = self.problem
+        grid = self.launch_spec.grid(problem, shape)
+        args = [out, *inputs, *problem.sizes(shape)]
+        try:
+            with self.enqueue():
+                self.kernel[grid](*args, BLOCK_SIZE=self.launch_spec.block(shape),
+                                  num_warps=self.launch_spec.num_warps)
+        except (CompilationError, OutOfResources) as exc:
+            raise KernelRaised(Status.COMPILE_ERROR, f"your kernel did not compile: {exc}") from None
+        except Exception as exc:
+            if _cuda_error(exc):
+                raise
+            raise KernelRaised(Status.KERNEL_ERROR, f"your kernel raised {type(exc).__name__}: {exc}") from None
+
+    def inputs(self, shape: Shape) -> list:
+        made = super().inputs(shape)
+        with self.enqueue():
+            return [fenced(t) for t in made]
+
+    def check(self, shape: Shape) -> dict:
+        try:
+            return super().check(shape)
+        except KernelRaised as exc:
+            label = "x".join(map(str, shape))
+            return {"shape": list(shape), "ok": False, "status": exc.status, "message": f"at shape {label}: {exc}"}
+
+    def time(self, shape: Shape, budget_s: float) -> dict:
+        try:
+            return super().time(shape, budget_s)
+        except KernelRaised as exc:
+            raise TimedLaunchFailed(exc.status, f"while timed: {exc}") from None
+
+
+def fenced(tensor):
+    """``tensor``'s values in a buffer that holds NaN for `FENCE_ELEMENTS` before and after them (floating point
+    only; others as they are)."""
+    import torch
+    if not tensor.is_floating_point():
+        return tensor
+    n = tensor.numel()
+    buffer = torch.full((n + 2 * FENCE_ELEMENTS,), float("nan"), dtype=tensor.dtype, device=tensor.device)
+    body = buffer[FENCE_ELEMENTS:FENCE_ELEMENTS + n].view(tensor.shape)
+    body.copy_(tensor)
+    return body
+
+
+class InterpretedBench(TritonLaunch, Bench):
+    """The bench on CPU tensors, the kernel run by Triton's interpreter (``TRITON_INTERPRET=1``)."""
+
+    def __init__(self, problem: Problem, launch: Launch, seed: int):
+        from graders.cuda_engine.spec import Geometry
+        super().__init__(problem, Geometry((1, 1), (1, 1)), seed)
+        self.launch_spec = launch
+
+
+class TritonHarness(TritonLaunch, Harness):
+    """The grading bench: `graders.cuda_engine.child.Harness`'s device, stream, timer and ceilings; the kernel
+    launched by Triton on the harness's stream."""
+
+    def __init__(self, problem: Problem, launch: Launch, memory_fraction: float, seed: int):
+        from graders.cuda_engine.spec import Geometry
+        super().__init__(problem, Geometry((1, 1), (1, 1)), memory_fraction, seed)
+        self.launch_spec = launch
+
+
+def checked(bench: Bench, source: str, function: str, shapes: list[Shape]) -> dict:
+    """Correctness only: the kernel loaded and run once at each of ``shapes``, stopping at the first failure."""
+    try:
+        found: dict = {"compile": bench.load(source, function), "checks": []}
+    except CompileError as exc:
+        return {"status": Status.COMPILE_ERROR, "message": str(exc), "checks": []}
+    for shape in shapes:
+        found["checks"].append(bench.check(shape))
+        if not found["checks"][-1]["ok"]:
+            return found | {"status": found["checks"][-1]["status"], "message": found["checks"][-1]["message"]}
+    return found | {"status": Status.OK, "message": ""}
+
+
+def handle(request: dict) -> dict:
+    setup: dict = {}
+    clock = Phases(setup)
+    spec = load_triton_spec(request["spec_path"])
+    kernel = spec.kernel(request["kernel_id"])
+    launch = resolve_launch(spec.launches[kernel.id], request.get("launch"))
+    definition = problem(kernel.kind)
+    seed = int(request["seed"])
+    import torch
+    result: dict = {"kernel_id": kernel.id, "launch": launch.as_dict(), "seed": seed}
+    if request.get("mode") == "check" and request.get("device") == "cpu":
+        bench = InterpretedBench(definition, launch, seed)
+        shapes = [tuple(s) for s in request["shapes"]]
+        return result | checked(bench, request["source"], kernel.function, shapes)
+    if not torch.cuda.is_available():
+        return {"status": Status.NO_GPU, "message": "the grading process found no CUDA GPU"}
+    from graders.cuda_engine.timing import environment
+    clock.done("setup")
+    try:
+        harness = TritonHarness(definition, launch, float(request.get("memory_fraction", 0.25)), seed)
+        result["environment"] = environment()
+    except Exception as exc:
+        if not _cuda_error(exc):
+            raise
+        return result | {"status": Status.CRASHED, "message": f"CUDA error while starting CUDA: {exc}"}
+    clock.done("cuda_start")
+    if request.get("mode") == "check":
+        return result | checked(harness, request["source"], kernel.function, [tuple(s) for s in request["shapes"]])
+    graded = check_and_time(harness, kernel, request["source"], float(request.get("budget_s", 10.0)))
+    return result | graded | {"phases": setup | graded["phases"]}

@@ -1,0 +1,124 @@
+"""The Triton track's nbgrader source notebook, built from its spec, the problem kinds it grades and its reference
+kernels.
+
+Cells: an introduction, the set-up cell (``triton``, ``tl`` and the engine's calls), then per kernel in spec
+order: a markdown statement (title, the reference's leading comment, signature, launch, sizes, speed, points),
+the solution cell (grade_id ``<id>``: the reference, its kernel's body between nbgrader's solution markers, then
+its launch ``<id>_launch``), a read-only ``<id>_check`` cell (`graders.triton_engine.grade.check`) and the graded
+``<id>_score`` cell (public: `assert_runs`; hidden: `score_triton`).
+"""
+from __future__ import annotations
+
+import ast
+
+import nbformat
+
+from graders import notebook as nb
+from graders.cuda_engine.problems import problem
+from graders.cuda_engine.spec import KernelSpec
+from graders.triton_engine.spec import ROW, Launch, TritonSpec, load_triton_spec
+
+TRACK = "triton"
+TITLES = {"add": "Vector add", "softmax": "Fused row softmax"}
+SIGNATURES = {"vecadd": "(out_ptr, a_ptr, b_ptr, n, BLOCK_SIZE: tl.constexpr)",
+              "row_softmax": "(out_ptr, x_ptr, rows, cols, BLOCK_SIZE: tl.constexpr)"}
+WHAT = {"vecadd": "`out[i] = a[i] + b[i]` for fp32 vectors of `n` elements, bit for bit",
+        "row_softmax": ("each row's softmax of an fp32 (rows, cols) matrix, row-major and contiguous, in fp32: "
+                        "within a relative 2e-5 of a float64 softmax at every element. Some rows hold logits in the "
+                        "hundreds (`exp` overflows fp32 above 88.7) or all hundreds below zero")}
+
+INTRO = """# Triton: kernels in Python
+
+The first rung of the abstraction ladder above CUDA C++: {count} kernels in Triton, where a program works on
+whole blocks of values (`tl.arange`, `tl.load`, `tl.store`, `tl.max`, `tl.sum`) and the compiler picks the
+threads, the vector widths and the shared memory. Write each `@triton.jit` function in its cell; only the
+`@triton.jit` functions of the cell are graded, with `triton` and `tl` (`triton.language`) as the names they
+may use. You never launch the kernel: the grader does, `kernel[grid](out, *inputs, *sizes, BLOCK_SIZE=...,
+num_warps=...)`, with the grid and `BLOCK_SIZE` each step states and the `num_warps` (and, where the step
+says so, `BLOCK_SIZE`) of the launch dict under your kernel.
+
+**Correct** means right on fresh random inputs at several awkward sizes: `out` is filled with NaN before
+every run and fenced by guard bands, every input sits between NaN fences, and correctness is checked again
+after timing. **Speed** is the ratio of the step's baseline time to your kernel's, both measured in the same
+process on the grading GPU. Each kernel earns points for being correct and more for speed: none below its
+floor ratio, full at its target, linear between. A kernel that is wrong, writes outside `out`, crashes, hangs
+or does not compile scores 0.
+
+* Run the **check** cell under each kernel: it runs your kernel at the smaller check sizes on public inputs,
+  on the GPU where there is one, else in Triton's interpreter on this machine's CPU (`TRITON_INTERPRET=1`),
+  and says ✓ (right there), ✗ (wrong, with the size and the first wrong value) or ? (it could not finish). A ✗
+  also fails `nbgrader validate`. The check is not the grade: correctness at every size and speed are judged
+  on the GPU worker."""
+
+SETUP = """import triton
+import triton.language as tl
+
+from graders.triton_engine.grade import assert_runs, check, score_triton"""
+
+
+def _launch(kid: str, launch: Launch, kind: str) -> str:
+    grid = ("one program per row; `BLOCK_SIZE` is the grader's: the next power of two at least `cols`"
+            if launch.block_size == ROW else
+            f"ceil(n / BLOCK_SIZE) programs; `BLOCK_SIZE` is yours (default {launch.block_size})")
+    return (f"**Launch:** {grid}. Set `num_warps`{'' if launch.block_size == ROW else ' and `BLOCK_SIZE`'} in "
+            f"`{kid}_launch` (powers of two).")
+
+
+def _leading_comment(reference: str) -> str:
+    """The ``#`` comment lines a reference starts with, as one paragraph."""
+    lines = []
+    for line in reference.split("\n"):
+        if not line.startswith("#"):
+            break
+        lines.append(line[1:].strip())
+    return " ".join(lines)
+
+
+def _statement(number: int, kernel: KernelSpec, launch: Launch, provisional: bool) -> str:
+    kind = problem(kernel.kind)
+    perf = kernel.perf_shape
+    return "\n".join([
+        f"## {number}. {TITLES[kernel.id]}", "",
+        _leading_comment(kernel.reference.read_text()), "",
+        f"* **Computes:** {WHAT[kernel.kind]}.",
+        f"* **Signature:** `{kernel.function}{SIGNATURES[kernel.kind]}`.",
+        "* " + _launch(kernel.id, launch, kernel.kind),
+        "* **Sizes checked:** " + ", ".join(" x ".join(f"{v:,}" for v in s) for s in kernel.check_shapes) + ".",
+        f"* **Speed:** against {kind.baseline_name}, timed at {' x '.join(f'{v:,}' for v in perf)} "
+        f"({kind.work(perf) / 2**20:,.0f} MiB moved per launch).",
+        f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
+        f"speed: full at {kernel.target:g} of {kind.baseline_name}'s speed, none below {kernel.floor:g}"
+        + (" (provisional until measured on the grading GPU)." if provisional else "."),
+    ])
+
+
+def solution_source(reference: str, function: str) -> str:
+    """A reference file as a solution cell: its leading ``#`` lines dropped, the body of ``function`` between
+    nbgrader's solution markers."""
+    lines = reference.rstrip("\n").split("\n")
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    text = "\n".join(lines)
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == function)
+    start, end = node.body[0].lineno - 1, node.end_lineno
+    return "\n".join([*lines[:start], "    ### BEGIN SOLUTION", *lines[start:end], "    ### END SOLUTION",
+                      *lines[end:]])
+
+
+def _cells(spec: TritonSpec, kid: str) -> list[nbformat.NotebookNode]:
+    kernel = spec.kernel(kid)
+    args = f"{TRACK!r}, {kid!r}, {kernel.function}, {kid}_launch"
+    return [nb.solution(solution_source(kernel.reference.read_text(), kernel.function), kid),
+            nb.check_cell(f"check({args})", f"{kid}_check", kid),
+            nb.graded_test(f"assert_runs({args})", f"score_triton({args})", f"{kid}_score", kernel.points,
+                           "correctness and speed, on the GPU worker")]
+
+
+def build() -> nbformat.NotebookNode:
+    spec = load_triton_spec(TRACK)
+    cells = [nb.markdown(INTRO.format(count=len(spec.assignment.kernels))), nb.locked(SETUP, "setup")]
+    for number, kid in enumerate(spec.assignment.kernels, start=1):
+        cells.append(nb.markdown(_statement(number, spec.kernel(kid), spec.launches[kid],
+                                            spec.assignment.targets == "provisional")))
+        cells += _cells(spec, kid)
+    return nb.notebook(cells)
