@@ -1,0 +1,241 @@
+"""The Triton engine without a GPU: a kernel read from its cell by parsing (graders/triton_engine/kernel_source.py,
+and through graders/submission.py), the spec's launches, the grading child's bench driven by Triton's
+interpreter on CPU tensors (the CUDA engine's `check_and_time` with a stand-in timer: each reference right and
+timed, each known-wrong solution caught with a status its ``status:`` line allows), and the check cell's line
+from a sandboxed child."""
+from __future__ import annotations
+
+import dataclasses
+import linecache
+import math
+from types import SimpleNamespace
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+import graders.cuda_engine.timing
+from graders import gpu, tracks
+from graders.cuda_engine import child as cuda_child
+from graders.cuda_engine.grade import KernelFailed
+from graders.cuda_engine.problems import problem
+from graders.cuda_engine.spec import SpecError
+from graders.hidden_tests import GRADED_OUTSIDE
+from graders.result import Status
+from graders.submission import Submission, SubmissionError
+from graders.triton_engine import child, grade
+from graders.triton_engine.kernel_source import (TritonKernel, TritonSourceError, kernel_from_cell,
+                                                 kernel_from_function, triton_kernel_in_cell)
+from graders.triton_engine.spec import ROW, Launch, load_triton_spec, resolve_launch
+
+TRACK = tracks.get("triton")
+SPEC = load_triton_spec("triton")
+REFERENCES = {kid: k.reference for kid, k in SPEC.assignment.kernels.items()}
+SAMPLES = 3
+
+CELL = '''import math
+
+@triton.jit
+def helper(x):
+    return x * 2
+
+
+@triton.jit
+def twice_kernel(out_ptr, x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(out_ptr + offsets, helper(tl.load(x_ptr + offsets)))
+
+
+def host(x):
+    print(math.pi)
+
+
+twice_launch = {"BLOCK_SIZE": 64}
+'''
+
+
+def _kid(path) -> str:
+    return tracks.graded_kernel(path) if "wrong" in path.parts else next(k for k, r in REFERENCES.items() if r == path)
+
+
+def _kernel(path) -> TritonKernel:
+    return kernel_from_cell(path.read_text(), SPEC.kernel(_kid(path)).function)
+
+
+def test_a_kernel_is_its_cells_triton_jit_functions_at_their_own_lines():
+    kernel = kernel_from_cell(CELL, "twice_kernel")
+    assert kernel.name == "twice_kernel" and not kernel.is_stub
+    lines, cell = kernel.source.split("\n"), CELL.split("\n")
+    kept = [i for i, line in enumerate(lines) if line]
+    assert all(lines[i] == cell[i] for i in kept)   # each kept line where the cell has it
+    assert "def helper" in kernel.source and "@triton.jit" in kernel.source
+    assert "import math" not in kernel.source and "def host" not in kernel.source and "twice_launch" not in kernel.source
+    assert triton_kernel_in_cell(CELL, "host") is None and triton_kernel_in_cell(CELL, "nothing") is None
+    with pytest.raises(TritonSourceError, match="not a function decorated with @triton.jit"):
+        kernel_from_cell(CELL, "host")
+    with pytest.raises(TritonSourceError, match="does not parse"):
+        kernel_from_cell("@triton.jit\ndef k(:\n", "k")
+
+
+def test_the_release_stub_is_not_written_yet():
+    stub = "@triton.jit\ndef k(x_ptr):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
+    assert kernel_from_cell(stub, "k").is_stub
+    assert not _kernel(REFERENCES["add"]).is_stub
+
+
+def test_in_a_notebook_the_kernel_is_read_from_its_cells_text():
+    """IPython keeps a cell's text where linecache finds it by the code's file name: the same reading as the
+    trusted grader's, whatever the function object holds."""
+    name = "<ipython-input-cell>"
+    linecache.cache[name] = (len(CELL), None, CELL.splitlines(True), name)
+    jit = SimpleNamespace(jit=lambda fn: SimpleNamespace(fn=fn))   # a @triton.jit object: the function as .fn
+    namespace: dict = {"triton": jit, "tl": None}
+    try:
+        exec(compile(CELL, name, "exec"), namespace)
+        assert kernel_from_function(namespace["twice_kernel"]) == kernel_from_cell(CELL, "twice_kernel")
+    finally:
+        del linecache.cache[name]
+    with pytest.raises(TritonSourceError, match="expected a kernel decorated with @triton.jit"):
+        kernel_from_function("add_kernel")
+
+
+def test_a_submission_resolves_a_triton_kernel_and_its_launch_literal():
+    nb = new_notebook()
+    cell = new_code_cell(CELL)
+    cell.metadata["nbgrader"] = {"grade_id": "twice", "solution": True, "grade": False, "locked": False,
+                                 "schema_version": 3}
+    nb.cells.append(cell)
+    submission = Submission(nb)
+    assert submission.value("twice_kernel") == kernel_from_cell(CELL, "twice_kernel")
+    assert submission.value("twice_launch") == {"BLOCK_SIZE": 64}
+    with pytest.raises(SubmissionError, match="host is not a numba kernel|outside|cuda"):
+        submission.value("host")
+
+
+def test_the_specs_launches_and_what_a_student_may_choose():
+    assert SPEC.launches == {"add": Launch(1024, 4), "softmax": Launch(ROW, 8)}
+    assert SPEC.launches["softmax"].block((7, 1025)) == 2048 and SPEC.launches["softmax"].block((1, 1)) == 1
+    assert resolve_launch(SPEC.launches["add"], {"BLOCK_SIZE": 256, "num_warps": 2}) == Launch(256, 2)
+    assert resolve_launch(SPEC.launches["softmax"], {"num_warps": 16}) == Launch(ROW, 16)
+    for launch, chosen, words in [("softmax", {"BLOCK_SIZE": 1024}, "BLOCK_SIZE is the grader's"),
+                                  ("add", {"BLOCK_SIZE": 1000}, "power of two"),
+                                  ("add", {"num_warps": 3}, "num_warps must be one of"),
+                                  ("add", {"grid": 3}, "may set only"), ("add", [1024], "must be a dict")]:
+        with pytest.raises(SpecError, match=words):
+            resolve_launch(SPEC.launches[launch], chosen)
+
+
+class StandInTimer(graders.cuda_engine.timing.Timer):
+    """The grader's `Timer` (prepare, launch, verify per sample) with a stand-in clock: SAMPLES samples each."""
+
+    def timed(self, name: str, run) -> float:
+        run()
+        return {"baseline": 2e-3, "kernel": 1e-3}[name]
+
+    def measure(self, budget_s: float):
+        return super().measure(budget_s, min_samples=SAMPLES, max_samples=SAMPLES)
+
+
+class Interpreted(child.InterpretedBench):
+    def timer(self, subjects: dict) -> StandInTimer:
+        return StandInTimer(subjects)
+
+
+@pytest.fixture
+def interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")   # read when @triton.jit decorates: at `load`
+
+
+def _graded(path, most: int = grade.PREVIEW_ELEMENTS, **launch) -> dict:
+    """`check_and_time` on the interpreter, at the kernel's check shapes of at most ``most`` elements, timed at
+    the largest of them."""
+    kernel = SPEC.kernel(_kid(path))
+    shapes = sorted((s for s in kernel.check_shapes if math.prod(s) <= most), key=math.prod)
+    small = dataclasses.replace(kernel, check_shapes=tuple(shapes), perf_shape=shapes[-1])
+    bench = Interpreted(problem(kernel.kind), resolve_launch(SPEC.launches[kernel.id], launch or None), seed=7)
+    return cuda_child.check_and_time(bench, small, _kernel(path).source, 60.0)
+
+
+@pytest.mark.parametrize("kid", sorted(REFERENCES))
+def test_each_reference_is_right_and_timed_in_the_interpreter(interpreter, kid):
+    found = _graded(REFERENCES[kid])
+    assert found["status"] == Status.OK, found["message"]
+    assert found["compile"]["interpreted"] and found["timing"]["verified_launches"] == SAMPLES
+    assert all(c["ok"] for c in found["checks"]) and any(c.get("after_timing") for c in found["checks"])
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.stem)
+def test_each_known_wrong_solution_is_caught_in_the_interpreter(interpreter, path):
+    found = _graded(path)
+    assert found["status"] in tracks.expected_statuses(path) and found["status"] != Status.OK, found
+    assert found["message"].startswith("at shape ")
+
+
+def test_a_smaller_block_of_the_students_is_launched_with_more_programs(interpreter):
+    found = _graded(REFERENCES["add"], most=1000, BLOCK_SIZE=16, num_warps=1)
+    assert found["status"] == Status.OK and found["compile"]["launch"] == {"BLOCK_SIZE": 16, "num_warps": 1}
+
+
+@pytest.mark.parametrize("body, status, words", [
+    ("    tl.store(out_ptr + tl.arange(0, BLOCK_SIZE), tl.arange(0, 3))", Status.KERNEL_ERROR, "your kernel raised"),
+    ("    x = undefined_name", Status.KERNEL_ERROR, "undefined_name"),
+], ids=["not-a-power-of-two", "name-error"])
+def test_a_kernel_that_raises_as_it_runs_is_a_kernel_error(interpreter, tmp_path, body, status, words):
+    path = tmp_path / "add.py"
+    path.write_text(f"@triton.jit\ndef add_kernel(out_ptr, a_ptr, b_ptr, n, BLOCK_SIZE: tl.constexpr):\n{body}\n")
+    kernel = SPEC.kernel("add")
+    bench = Interpreted(problem("vecadd"), SPEC.launches["add"], seed=7)
+    found = cuda_child.check_and_time(bench, dataclasses.replace(kernel, check_shapes=((5,),), perf_shape=(5,)),
+                                      kernel_from_cell(path.read_text(), "add_kernel").source, 60.0)
+    assert found["status"] == status and words in found["message"], found
+
+
+def test_a_cell_that_defines_no_such_kernel_or_raises_is_a_compile_error(interpreter):
+    bench = Interpreted(problem("vecadd"), SPEC.launches["add"], seed=7)
+    kernel = SPEC.kernel("add")
+    raising = "@triton.jit\ndef add_kernel(x, y=1 / 0):\n    pass\n"
+    for source, words in [(raising, "defining your kernel raised ZeroDivisionError"),
+                          ("x = 1\n", "defines no @triton.jit function add_kernel")]:
+        found = cuda_child.check_and_time(bench, kernel, source, 60.0)
+        assert found["status"] == Status.COMPILE_ERROR and words in found["message"]
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_GPU", "0")
+    monkeypatch.setattr(grade, "_checked", {})
+    gpu.detect_gpu.cache_clear()
+    yield
+    gpu.detect_gpu.cache_clear()
+
+
+def test_the_check_cell_says_one_line_from_the_interpreter_in_a_sandboxed_child(no_gpu, capsys):
+    grade.check("triton", "add", _kernel(REFERENCES["add"]), {"BLOCK_SIZE": 256, "num_warps": 4})
+    wrong = _kernel(TRACK.solutions / "wrong" / "softmax_no_max.py")
+    grade.check("triton", "softmax", wrong, {"num_warps": 8})
+    right, caught = capsys.readouterr().out.splitlines()
+    assert right.startswith("✓ add: right at 1; 255; 256; 257; 1000; 4099 on public inputs, in Triton's interpreter")
+    assert caught.startswith("✗ softmax: at shape ") and "was the row's max subtracted?" in caught
+    with pytest.raises(KernelFailed, match="softmax: at shape "):   # the graded cell's public part, from the cache
+        grade.assert_runs("triton", "softmax", wrong, {"num_warps": 8})
+
+
+def test_the_check_cell_says_what_is_not_written_or_not_allowed_without_running_it(no_gpu, capsys, monkeypatch):
+    monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
+    stub = TritonKernel("@triton.jit\ndef add_kernel(out_ptr):\n    raise NotImplementedError()\n", "add_kernel")
+    grade.check("triton", "add", stub, {"BLOCK_SIZE": 1024})
+    grade.check("triton", "add", _kernel(REFERENCES["add"]), {"BLOCK_SIZE": 1000})
+    assert capsys.readouterr().out.splitlines() == [
+        "✗ add: not written yet (its body is still the stub)",
+        "✗ add: the launch: BLOCK_SIZE must be a power of two from 1 to 65536, got 1000"]
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    grade.check("triton", "add", stub)
+    assert grade.score_triton("triton", "add", stub) is None
+    assert capsys.readouterr().out.splitlines() == [
+        "add: not run here while autograding; the hidden tests grade it.", GRADED_OUTSIDE]
+
+
+def test_grading_refuses_a_launch_the_spec_does_not_allow_before_any_child(no_gpu, monkeypatch):
+    monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
+    result = grade.grade_triton("triton", "softmax", _kernel(REFERENCES["softmax"]), {"BLOCK_SIZE": 4096})
+    assert result.status == Status.REFUSED and "BLOCK_SIZE is the grader's" in result.message and result.points == 0
