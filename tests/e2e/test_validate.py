@@ -2,7 +2,8 @@
 it fails on the untouched stub and on a notebook with one wrong kernel, naming that kernel, and passes the
 reference. Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
 one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
-races fails too, with the preview's line. The released CUDA stubs compile, and their check cells say so in one
+races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there the wrong
+kernel is a softmax without its max. The released CUDA stubs compile, and their check cells say so in one
 line each."""
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     """A whole notebook's answers with one kernel wrong, and that kernel's title or id."""
     if track.engine == "numba":
         return submissions.wrong_answers("zip_subtracts"), "Zip"
+    if track.engine == "triton":   # the check finds it wrong in Triton's interpreter
+        path = track.solutions / "wrong" / "softmax_no_max.py"
+        return submissions.cuda_answers(track.name) | {"softmax": path.read_text()}, "softmax"
     path = track.solutions / "wrong" / "compile_error.cu"
     kernel = tracks.graded_kernel(path)
     return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel
