@@ -20,17 +20,20 @@ or, with ``TRITON_INTERPRET=1`` set by the parent, in Triton's interpreter on CP
 """
 from __future__ import annotations
 
+import ast
 import linecache
+from types import ModuleType
 
 from graders.cuda_engine.child import Bench, Harness, Phases, TimedLaunchFailed, check_and_time
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.result import Status
-from graders.triton_engine.kernel_source import NAMES
+from graders.triton_engine.kernel_source import kernel_problems, tl_chains
 from graders.triton_engine.spec import Launch, load_triton_spec, resolve_launch
 
 FENCE_ELEMENTS = 1 << 16   # NaN before and after every floating-point input
 SOURCE_FILE = "<your kernel's cell>"
+_MISSING = object()
 
 
 class KernelRaised(Exception):
@@ -56,10 +59,13 @@ class TritonLaunch:
         import triton.language as tl
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
+        problems = kernel_problems(ast.parse(source)) + tl_problems(source, tl)
+        if problems:
+            raise CompileError("your cell holds what is not Triton kernel code: " + "; ".join(problems[:3]))
         linecache.cache[SOURCE_FILE] = (len(source), None, source.splitlines(True), SOURCE_FILE)
         namespace = {"__name__": "submitted_kernel", "triton": triton, "tl": tl}
         try:
-            exec(compile(source, SOURCE_FILE, "exec"), namespace)
+            exec(compile(source, SOURCE_FILE, "exec", dont_inherit=True), namespace)   # as the notebook runs it
         except Exception as exc:
             raise CompileError(f"defining your kernel raised {type(exc).__name__}: {exc}") from None
         kernel = namespace.get(function)
@@ -106,6 +112,29 @@ class TritonLaunch:
             return super().time(shape, budget_s)
         except KernelRaised as exc:
             raise TimedLaunchFailed(exc.status, f"while timed: {exc}") from None
+
+
+def tl_problems(source: str, tl: ModuleType) -> list[str]:
+    """Each ``tl.`` chain of ``source`` that leaves ``triton.language`` (a module outside it, or an object defined
+    outside ``triton``) or ends at a module, as ``line N: why``. Triton calls what a chain leads to as it
+    compiles: this keeps that to Triton's own functions. A name ``tl`` does not hold is left to Triton's error."""
+    problems = []
+    for line, names in tl_chains(source):
+        found, path = tl, "tl"
+        for i, name in enumerate(names):
+            found, path = getattr(found, name, _MISSING), f"{path}.{name}"
+            if found is _MISSING:
+                break
+            if isinstance(found, ModuleType):
+                inside = found.__name__.startswith("triton.language")
+                if not inside or i == len(names) - 1:
+                    problems.append(f"line {line}: {path} is {'a module' if inside else 'not Triton'}")
+                    break
+            elif not isinstance(found, (bool, int, float, str)) and not (
+                    getattr(found, "__module__", None) or type(found).__module__).startswith("triton."):
+                problems.append(f"line {line}: {path} is not Triton")
+                break
+    return problems
 
 
 def fenced(tensor):

@@ -3,7 +3,14 @@
 The source sent to the grading child is the cell itself with every line blanked except those of its top-level
 ``@triton.jit`` functions (the kernel and the helpers it calls), so that a line number in an error is the cell's
 own. The child runs it with only ``triton`` and ``tl`` (``triton.language``) defined: imports, constants and
-host code of the cell are not sent. The same reading serves the trusted grader (the submitted file's solution
+host code of the cell are not sent.
+
+Triton runs Python as it compiles (it calls what a kernel's names lead to), so a kernel is held to what kernel
+code needs (`kernel_problems`): its names are its arguments, its own variables, ``tl``, the cell's other
+``@triton.jit`` functions and the builtins Triton compiles (`BUILTINS`); no attribute begins with ``_``; default
+values are literals; no imports, nested functions, classes or comprehensions. The grading child also resolves
+each ``tl.`` chain before running anything (`graders.triton_engine.child`): it must stay inside
+``triton.language`` and end at no module. Nothing of the cell runs as host Python, in the grader or the child. The same reading serves the trusted grader (the submitted file's solution
 cell, `graders.submission`) and the student's notebook (the cell IPython keeps for the kernel's function,
 `kernel_from_function`).
 """
@@ -13,7 +20,10 @@ import ast
 import linecache
 from dataclasses import dataclass
 
-NAMES = {"triton": "import triton", "tl": "import triton.language as tl"}   # all a kernel's source may use
+BUILTINS = frozenset({"range", "min", "max", "float", "int", "len", "print", "isinstance"})   # Triton compiles these
+_NOT_KERNEL_CODE = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
+                    ast.Global, ast.Nonlocal, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp,
+                    ast.DictComp, ast.GeneratorExp)
 
 
 class TritonSourceError(ValueError):
@@ -42,6 +52,67 @@ def is_triton_jit(node: ast.stmt) -> bool:
             and ast.unparse(node.decorator_list[0]) == "triton.jit")
 
 
+def _literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def kernel_problems(tree: ast.Module) -> list[str]:
+    """What in the ``@triton.jit`` functions of ``tree`` is not kernel code (see the module's docstring), each
+    as ``line N: why``; [] when nothing is."""
+    jitted = [n for n in tree.body if is_triton_jit(n)]
+    jit_names = {n.name for n in jitted}
+    known = jit_names | {"tl"} | BUILTINS
+    problems = []
+    for fn in jitted:
+        args = fn.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
+        own = {a.arg for a in params} | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                                          and isinstance(n.ctx, ast.Store)}
+        for default in [*args.defaults, *filter(None, args.kw_defaults)]:
+            if not _literal(default):
+                problems.append(f"line {default.lineno}: a default value of {fn.name} must be a literal, not "
+                                f"{ast.unparse(default)}")
+        parts = [*params, *args.defaults, *filter(None, args.kw_defaults), *fn.body, *filter(None, [fn.returns])]
+        nodes = [n for part in parts for n in ast.walk(part)]
+        chained = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        for node in nodes:
+            if isinstance(node, ast.Name) and node.id == "tl" and node.id not in own and id(node) not in chained:
+                problems.append(f"line {node.lineno}: {fn.name} uses tl itself; a kernel uses only what it holds "
+                                f"(tl.load, tl.float32, ...)")
+            elif isinstance(node, ast.Name) and node.id in jit_names - own and id(node) not in called:
+                problems.append(f"line {node.lineno}: {fn.name} uses {node.id} other than by calling it")
+            elif isinstance(node, _NOT_KERNEL_CODE):
+                problems.append(f"line {node.lineno}: {type(node).__name__} is not Triton kernel code")
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in own | known:
+                problems.append(f"line {node.lineno}: {fn.name} uses {node.id}; a kernel may use its arguments, "
+                                f"its own variables, tl, the cell's other @triton.jit functions and "
+                                f"{', '.join(sorted(BUILTINS))}")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+                problems.append(f"line {node.lineno}: {fn.name} uses the attribute {node.attr}; a kernel uses "
+                                f"none that begins with _")
+    return problems
+
+
+def tl_chains(source: str) -> list[tuple[int, tuple[str, ...]]]:
+    """Each whole attribute chain of ``source`` that begins at ``tl`` (``tl.extra.cuda.libdevice.exp``), with its
+    line, as the names after ``tl``."""
+    tree = ast.parse(source)
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    chains = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in inner:
+            names, value = [], node
+            while isinstance(value, ast.Attribute):
+                names.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id == "tl":
+                chains.append((node.lineno, tuple(reversed(names))))
+    return chains
+
+
 def triton_kernel_in_cell(cell: str, name: str) -> TritonKernel | None:
     """The kernel ``name`` of ``cell``'s source, or None when ``name`` is not a ``@triton.jit`` function there.
     `TritonSourceError` when the cell does not parse."""
@@ -57,7 +128,11 @@ def triton_kernel_in_cell(cell: str, name: str) -> TritonKernel | None:
     for node in jitted:
         first = node.decorator_list[0].lineno - 1
         kept[first:node.end_lineno] = lines[first:node.end_lineno]
-    return TritonKernel("\n".join(kept).rstrip() + "\n", name)
+    kernel = TritonKernel("\n".join(kept).rstrip() + "\n", name)
+    problems = [] if kernel.is_stub else kernel_problems(tree)   # a stub is never run
+    if problems:
+        raise TritonSourceError(f"{name}'s cell holds what is not Triton kernel code: " + "; ".join(problems[:3]))
+    return kernel
 
 
 def kernel_from_cell(cell: str, name: str) -> TritonKernel:

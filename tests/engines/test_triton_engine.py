@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -74,6 +75,24 @@ def test_a_kernel_is_its_cells_triton_jit_functions_at_their_own_lines():
         kernel_from_cell(CELL, "host")
     with pytest.raises(TritonSourceError, match="does not parse"):
         kernel_from_cell("@triton.jit\ndef k(:\n", "k")
+
+
+@pytest.mark.parametrize("cell, words", [
+    ("@triton.jit\ndef k(x, y=__import__('os')):\n    pass\n", "line 2: a default value of k must be a literal"),
+    ("@triton.jit\ndef k(x: __import__('os').system('true')):\n    pass\n", "line 2: k uses __import__"),
+    ("@triton.jit\ndef k(x):\n    open('/etc/passwd')\n", "line 3: k uses open; a kernel may use its arguments"),
+    ("@triton.jit\ndef k(x):\n    getattr(x, 'handle')\n", "line 3: k uses getattr"),
+    ("@triton.jit\ndef k(x):\n    m = tl\n    m.core.builtins\n", "line 3: k uses tl itself"),
+    ("@triton.jit\ndef h(x):\n    return x\n\n\n@triton.jit\ndef k(x):\n    h.fn(x)\n",
+     "line 8: k uses h other than by calling it"),
+    ("@triton.jit\ndef k(x):\n    x.__class__\n", "line 3: k uses the attribute __class__"),
+    ("@triton.jit\ndef k(x):\n    import os\n", "line 3: Import is not Triton kernel code"),
+    ("@triton.jit\ndef k(x):\n    f = lambda: 0\n", "line 3: Lambda is not Triton kernel code"),
+], ids=["default", "annotation", "builtin", "getattr", "tl-alias", "jit-attribute", "dunder", "import", "lambda"])
+def test_a_kernel_that_would_run_host_python_is_refused_when_read(cell, words):
+    """Triton calls what a kernel's names lead to as it compiles: only kernel code is read."""
+    with pytest.raises(TritonSourceError, match="not Triton kernel code: .*" + re.escape(words)):
+        kernel_from_cell(cell, "k")
 
 
 def test_the_release_stub_is_not_written_yet():
@@ -178,8 +197,8 @@ def test_a_smaller_block_of_the_students_is_launched_with_more_programs(interpre
 
 @pytest.mark.parametrize("body, status, words", [
     ("    tl.store(out_ptr + tl.arange(0, BLOCK_SIZE), tl.arange(0, 3))", Status.KERNEL_ERROR, "your kernel raised"),
-    ("    x = undefined_name", Status.KERNEL_ERROR, "undefined_name"),
-], ids=["not-a-power-of-two", "name-error"])
+    ("    tl.no_such_function(n)", Status.KERNEL_ERROR, "no_such_function"),
+], ids=["not-a-power-of-two", "no-such-function"])
 def test_a_kernel_that_raises_as_it_runs_is_a_kernel_error(interpreter, tmp_path, body, status, words):
     path = tmp_path / "add.py"
     path.write_text(f"@triton.jit\ndef add_kernel(out_ptr, a_ptr, b_ptr, n, BLOCK_SIZE: tl.constexpr):\n{body}\n")
@@ -190,12 +209,14 @@ def test_a_kernel_that_raises_as_it_runs_is_a_kernel_error(interpreter, tmp_path
     assert found["status"] == status and words in found["message"], found
 
 
-def test_a_cell_that_defines_no_such_kernel_or_raises_is_a_compile_error(interpreter):
+def test_a_cell_that_defines_no_such_kernel_raises_or_leaves_triton_is_a_compile_error(interpreter):
     bench = Interpreted(problem("vecadd"), SPEC.launches["add"], seed=7)
     kernel = SPEC.kernel("add")
-    raising = "@triton.jit\ndef add_kernel(x, y=1 / 0):\n    pass\n"
-    for source, words in [(raising, "defining your kernel raised ZeroDivisionError"),
-                          ("x = 1\n", "defines no @triton.jit function add_kernel")]:
+    raising = "@triton.jit\ndef add_kernel(x, x):\n    pass\n"
+    escaping = "@triton.jit\ndef add_kernel(x):\n    tl.core.builtins.exec('1')\n"
+    for source, words in [(raising, "defining your kernel raised SyntaxError: duplicate argument"),
+                          ("x = 1\n", "defines no @triton.jit function add_kernel"),
+                          (escaping, "not Triton kernel code: line 3: tl.core.builtins is not Triton")]:
         found = cuda_child.check_and_time(bench, kernel, source, 60.0)
         assert found["status"] == Status.COMPILE_ERROR and words in found["message"]
 
