@@ -11,8 +11,10 @@ import math
 import re
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from nbgrader.utils import is_grade, is_solution
 
 import graders.cuda_engine.timing
 from graders import gpu, tracks
@@ -20,13 +22,15 @@ from graders.cuda_engine import child as cuda_child
 from graders.cuda_engine.grade import KernelFailed
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import SpecError
-from graders.hidden_tests import GRADED_OUTSIDE
+from graders.gpu import NeedsGPUWorker
+from graders.hidden_tests import GRADED_OUTSIDE, HIDDEN_TESTS
 from graders.result import Status
-from graders.submission import Submission, SubmissionError
+from graders.submission import Submission, SubmissionError, hidden_call
 from graders.triton_engine import child, grade
 from graders.triton_engine.kernel_source import (TritonKernel, TritonSourceError, kernel_from_cell,
                                                  kernel_from_function, triton_kernel_in_cell)
 from graders.triton_engine.spec import ROW, Launch, load_triton_spec, resolve_launch
+from workshop.submissions import cuda_answers, fill
 
 TRACK = tracks.get("triton")
 SPEC = load_triton_spec("triton")
@@ -260,3 +264,32 @@ def test_grading_refuses_a_launch_the_spec_does_not_allow_before_any_child(no_gp
     monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
     result = grade.grade_triton("triton", "softmax", _kernel(REFERENCES["softmax"]), {"BLOCK_SIZE": 4096})
     assert result.status == Status.REFUSED and "BLOCK_SIZE is the grader's" in result.message and result.points == 0
+
+
+def test_the_trusted_grader_reads_each_graded_cells_call_from_the_submitted_notebook(no_gpu, monkeypatch):
+    """What autograde resolves from the notebook's text: ``score_triton('triton', KERNEL_ID, the kernel read from
+    its solution cell, its launch literal)``; without a GPU grading stops, and the stub fails before any child."""
+    monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
+    source = nbformat.read(str(TRACK.notebook_path), as_version=4)
+    answers = cuda_answers("triton")
+    stubbed = {kid: re.sub(r"### BEGIN SOLUTION.*### END SOLUTION", "# YOUR CODE HERE\n    raise NotImplementedError()",
+                           cell.source, flags=re.DOTALL)
+               for cell in source.cells if is_solution(cell) for kid in [cell.metadata.nbgrader.grade_id]}
+    for filled, stub in [(fill(source, answers), False), (fill(source, stubbed), True)]:
+        submission = Submission(filled)
+        for cell in filter(is_grade, filled.cells):
+            call = hidden_call(cell.source, set(HIDDEN_TESTS))
+            args = [submission.resolve(a) for a in call.args]
+            kid = args[1]
+            kernel = SPEC.kernel(kid)
+            assert call.function == "score_triton" and args[0] == "triton"
+            assert args[3] == {"add": {"BLOCK_SIZE": 1024, "num_warps": 4}, "softmax": {"num_warps": 8}}[kid]
+            if stub:
+                assert args[2].is_stub
+                with pytest.raises(KernelFailed, match="not written yet"):
+                    HIDDEN_TESTS[call.function](*args)
+            else:
+                reference = kernel_from_cell(kernel.reference.read_text(), kernel.function)
+                assert args[2].name == kernel.function and args[2].source.strip() == reference.source.strip()
+                with pytest.raises(NeedsGPUWorker, match="needs a GPU worker"):
+                    HIDDEN_TESTS[call.function](*args)
