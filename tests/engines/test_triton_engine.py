@@ -293,3 +293,8 @@ def test_the_trusted_grader_reads_each_graded_cells_call_from_the_submitted_note
                 assert args[2].name == kernel.function and args[2].source.strip() == reference.source.strip()
                 with pytest.raises(NeedsGPUWorker, match="needs a GPU worker"):
                     HIDDEN_TESTS[call.function](*args)
+
+
+def test_the_grading_child_serves_one_kernel():
+    """The student's Python runs in the child (its source, and Triton's compile): no session reuses it."""
+    assert not hasattr(child, "reusable")
