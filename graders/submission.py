@@ -41,7 +41,7 @@ MAX_JSON_VALUES = 200_000      # values in its JSON (strings, numbers, objects, 
 MAX_CELLS = 1_000
 MAX_SOURCE_CHARS = 50_000      # characters of any one cell
 MAX_LITERAL_NODES = 10_000     # values, keys and containers of one literal a hidden test reads
-MAX_KERNEL_CHARS = 20_000      # a numba kernel's self-contained source (its cell's @cuda.jit functions, constants)
+MAX_KERNEL_CHARS = 20_000      # a kernel's source as its grading child gets it (numba or Triton)
 CLEAR_OUTPUTS = "clear the notebook's outputs (Kernel > Restart Kernel and Clear Outputs) and hand it in again"
 _JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.S)   # a string, or an unterminated one to the end
 

@@ -134,6 +134,16 @@ def test_a_submission_resolves_a_triton_kernel_and_its_launch_literal():
         submission.value("host")
 
 
+def test_a_triton_kernels_source_over_the_cap_is_refused_saying_which_cap():
+    cell = f"@triton.jit\ndef big_kernel(x_ptr):\n    # {'x' * 25_000}\n    pass\n"
+    nb = new_notebook()
+    nb.cells.append(new_code_cell(cell, metadata={"nbgrader": {"grade_id": "big", "solution": True, "grade": False,
+                                                               "locked": False, "schema_version": 3}}))
+    with pytest.raises(SubmissionError, match=r"@triton.jit functions.*holds 250\d\d characters; the grader reads "
+                                              r"at most 20000"):
+        Submission(nb).value("big_kernel")
+
+
 def test_the_specs_launches_and_what_a_student_may_choose():
     assert SPEC.launches == {"add": Launch(1024, 4), "softmax": Launch(ROW, 8)}
     assert SPEC.launches["softmax"].block((7, 1025)) == 2048 and SPEC.launches["softmax"].block((1, 1)) == 1
