@@ -15,6 +15,7 @@ from sqlalchemy.exc import SAWarning
 from gradebook import database
 from graders import settings
 from graders.notebook import CUDA_LANGUAGE, CUDA_STUB
+from graders.quiz_engine.notebook import QUIZ_LANGUAGE, QUIZ_STUB
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
@@ -52,8 +53,10 @@ c.Autograde.sanitize_preprocessors = [
 ]
 
 # A release's solution stub, by the source notebook's kernelspec language (graders/notebook.py): nbgrader's own
-# for the puzzles' Python kernels, a C++ comment for the CUDA tracks' kernel bodies, so a released kernel compiles.
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()", CUDA_LANGUAGE: CUDA_STUB}
+# for the puzzles' Python kernels, a C++ comment for the CUDA tracks' kernel bodies, so a released kernel compiles,
+# and for a quiz a comment under its answer's ``<name> = None``.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()", CUDA_LANGUAGE: CUDA_STUB,
+                              QUIZ_LANGUAGE: QUIZ_STUB}
 
 # The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
 # hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.

@@ -60,8 +60,9 @@ from graders import tracks
 from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
-from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader, wrapped
+from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader, grading_student, wrapped
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
+from graders.quiz_engine import grade as _quiz_grade  # noqa: F401 (same)
 from graders.result import collect
 from graders.sandbox.capped_output import CappedText, shorten
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
@@ -278,8 +279,8 @@ class _Grading:
     (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces)."""
 
     def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
-                 time_limit: float, refused: str = ""):
-        self.log, self.submission, self.workers = log, submission, workers
+                 time_limit: float, refused: str = "", student: str = ""):
+        self.log, self.submission, self.workers, self.student = log, submission, workers, student
         self.calls = {c.metadata["nbgrader"]["grade_id"]: ("", SubmissionError(refused)) if refused else
                       _hidden_call(c) for c in cells}
         self.deadline, self.time_limit = time.monotonic() + time_limit, time_limit
@@ -337,7 +338,7 @@ class _Grading:
                 raise call
             args = [self.submission.resolve(a) for a in call.args]
             kwargs = {name: self.submission.resolve(v) for name, v in call.keywords}
-            with collect() as results:
+            with collect() as results, grading_student(self.student):
                 try:
                     points = HIDDEN_TESTS[call.function](*args, **kwargs)
                 finally:
@@ -441,7 +442,8 @@ class StartTrustedGrading(NbGraderPreprocessor):
         self._report_extra_files(resources)
         refused = resources.get(REFUSED, "")
         resources[GRADING] = _Grading(graded_cells(nb), Submission(nb), self.workers, self.log,
-                                      time_limit=self.time_limit, refused=refused)
+                                      time_limit=self.time_limit, refused=refused,
+                                      student=resources.get("nbgrader", {}).get("student", ""))
         return nb, resources
 
     def _report_extra_files(self, resources: dict) -> None:

@@ -10,10 +10,12 @@ A hidden test cell holds one call, e.g. ``score('gemm', 'naive', naive_src)``. T
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import textwrap
+import threading
 from typing import Callable
 
 GRADED_OUTSIDE = "graded from the submitted file by the trusted grader (this cell's output is replaced)"
@@ -82,6 +84,30 @@ def enter_trusted_grader() -> None:
     """Called once by the trusted grader: from here on, hidden-test calls in this process grade."""
     global _in_trusted_grader
     _in_trusted_grader = True
+
+
+def in_trusted_grader() -> bool:
+    """True in nbgrader's process once the trusted grader has started (`enter_trusted_grader`)."""
+    return _in_trusted_grader
+
+
+_graded = threading.local()
+
+
+@contextlib.contextmanager
+def grading_student(student: str):
+    """While the trusted grader grades ``student``'s submission on this thread (nbgrader's student id, from the
+    submission's resources), `graded_student` names them."""
+    _graded.student = student
+    try:
+        yield
+    finally:
+        _graded.student = None
+
+
+def graded_student() -> str | None:
+    """The student whose submission the trusted grader is grading on this thread; None elsewhere."""
+    return getattr(_graded, "student", None)
 
 
 def autograding_in_notebook() -> bool:

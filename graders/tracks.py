@@ -3,9 +3,10 @@
 A track folder holds:
 
 - ``spec.toml``: what is graded and how (``[assignment]``: ``name`` = the folder's name, ``engine``: ``numba``,
-  ``cuda`` or ``triton``; cases, seeds, tolerances, targets, points; the engine's docstring lists the keys);
-- ``problem.py``, when the track brings problems of its own: numba puzzles (``PUZZLES``) or CUDA problem
-  kinds (``PROBLEMS``, registered with the CUDA engine from here);
+  ``cuda``, ``triton`` or ``quiz``; cases, seeds, tolerances, targets, points; the engine's docstring lists the keys);
+- ``problem.py``, when the track brings problems of its own: numba puzzles (``PUZZLES``), CUDA problem
+  kinds (``PROBLEMS``, registered with the CUDA engine from here) or a quiz's questions (``QUESTIONS``; its
+  answers are in ``key.py``, which is none of the grader files: `graders.quiz_engine`);
 - ``notebook.py``: ``build() -> NotebookNode``, the nbgrader source notebook (written to
   ``assignments/<name>/<name>.ipynb`` by ``workshop build``; a test fails when the committed one is stale);
 - ``solutions/``: the reference solution, and in ``solutions/wrong/`` known-wrong ones, each with the points
@@ -31,7 +32,7 @@ from types import ModuleType
 from graders import settings
 
 GRADER_FILES = ("spec.toml", "structure.toml", "problem.py")
-ENGINES = ("numba", "cuda", "triton")
+ENGINES = ("numba", "cuda", "triton", "quiz")
 _EXPECT = re.compile(r"^(?:#|//) expect: (.*)$", re.MULTILINE)
 _STATUS = re.compile(r"^(?:#|//) status: (.*)$", re.MULTILINE)
 _BOUND = re.compile(r"^(\w+)(<=|>=|=|<|>)(\d+(?:\.\d+)?)$")

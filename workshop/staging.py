@@ -6,7 +6,8 @@ Both hold the code packages, ``pyproject.toml`` and ``jupyter-config/`` (to be i
 its grader files (`graders.tracks.GRADER_FILES`: ``spec.toml``, ``structure.toml``, ``problem.py``): what a
 notebook's check and a grading child read. A worker's adds the course config ``nbgrader_config.py`` and the
 reference solutions that a counter rule profiles beside the student's kernel (``counter.relative_to`` in a CUDA
-spec: the grader runs that reference). No other solution, no source notebook, no gradebook, no benchmark record.
+spec: the grader runs that reference) and each quiz's answer key (``tracks/<quiz>/key.py``: `graders.quiz_engine`).
+No other solution, no source notebook, no gradebook, no benchmark record.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def student_files() -> list[Path]:
 
 def worker_files() -> list[Path]:
     """The repository-relative paths of a grading worker's copy."""
-    chosen = set(student_files()) | {Path("nbgrader_config.py")}
+    chosen = set(student_files()) | {Path("nbgrader_config.py")} | {Path(p) for p in tracked("tracks/*/key.py")}
     for spec in (p for p in list(chosen) if p.name == "spec.toml"):
         chosen |= {path.relative_to(ROOT) for path in counter_references(ROOT / spec)}
     return sorted(chosen)

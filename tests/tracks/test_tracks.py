@@ -14,6 +14,9 @@ from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.structure import load_structure
 from graders.notebook import CUDA_STUB
 from graders.numba_engine import catalogue
+from graders.quiz_engine.grade import right_answer
+from graders.quiz_engine.notebook import QUIZ_STUB, answer_literal
+from graders.quiz_engine.questions import REFERENCE_STUDENT
 from graders.result import Status
 from graders.triton_engine.spec import load_triton_spec
 from workshop import notebooks
@@ -43,6 +46,8 @@ def _points(track: tracks.Track) -> dict[str, float]:
         spec = track.assignment
         return {f"{p.id}_{part}": float(spec[f"points_{part}"])
                 for p in track.problem_module().PUZZLES for part in ("correct", "limits")}
+    if track.engine == "quiz":
+        return {f"{q.id}_score": float(q.points) for q in track.problem_module().QUESTIONS}
     points = {f"{kid}_score": k.points for kid, k in _kernels(track).items()}
     if (track.folder / "structure.toml").is_file():
         structure = load_structure(track.name)
@@ -57,6 +62,9 @@ def _answers(track: tracks.Track) -> dict[str, str]:
     if track.engine == "numba":
         cells = read_cells(track.solutions / "reference.py")
         return {p.id: strip_solution_markers(cells[p.id]) for p in track.problem_module().PUZZLES}
+    if track.engine == "quiz":
+        return {q.id: f"{q.id} = {answer_literal(right_answer(track.name, q, REFERENCE_STUDENT))}"
+                for q in track.problem_module().QUESTIONS}
     answers = {}
     comment = "#" if track.engine == "triton" else "//"
     for kid, kernel in _kernels(track).items():
@@ -74,6 +82,8 @@ def test_track_has_every_part(track):
     if track.engine in ("cuda", "triton"):
         kernels = _kernels(track)
         assert kernels and all(k.reference.is_file() for k in kernels.values())
+    elif track.engine == "quiz":
+        assert track.problem_module().QUESTIONS and (track.folder / "key.py").is_file()
     else:
         puzzles = track.problem_module().PUZZLES
         assert puzzles and all(catalogue.get(p.id) is p for p in puzzles)
@@ -111,7 +121,8 @@ def test_solution_cells_hold_the_reference(track):
     for gid, answer in answers.items():
         assert "### BEGIN SOLUTION" in cells[gid].source, gid
         assert answer in strip_solution_markers(cells[gid].source), gid
-        assert is_locked(cells[f"{gid}_check"]), f"{gid}: no read-only self-check cell"
+        if track.engine != "quiz":   # a quiz answer's form is checked in its graded cell
+            assert is_locked(cells[f"{gid}_check"]), f"{gid}: no read-only self-check cell"
 
 
 @by_name
@@ -119,6 +130,8 @@ def test_a_check_cell_run_before_its_kernels_cell_says_which_cell_to_run(track, 
     """After the setup cell but before the kernel's own cell, each check cell prints one line naming what that
     cell defines (the kernel, its source), as its check's own lines begin (the puzzle's title, the kernel's id),
     not a NameError."""
+    if track.engine == "quiz":
+        pytest.skip("a quiz has no check cells: its graded cells check an answer's form")
     cells = _cells(track)
     if track.engine == "numba":
         kernels = {p.id: (p.title, p.kernel_name) for p in track.problem_module().PUZZLES}
@@ -149,7 +162,7 @@ def test_release_holds_no_solution_and_no_hidden_test(track, released):
     leaked = (secret - public) & set(text.splitlines())
     assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
     stubs = [c for c in release.cells if is_solution(c)]
-    stub = CUDA_STUB if track.engine == "cuda" else "raise NotImplementedError()"   # nbgrader_config.py
+    stub = {"cuda": CUDA_STUB, "quiz": QUIZ_STUB}.get(track.engine, "raise NotImplementedError()")   # nbgrader_config.py
     assert stubs and all(stub in c.source for c in stubs)
 
 
