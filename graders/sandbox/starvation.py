@@ -24,7 +24,9 @@ Why CPU time and waiting, both:
 
 Waits are the sandbox's own CPU pressure where its cgroup has one (cgroup v2), else the machine's (any task
 waiting: a busy machine); where neither is measured, CPU time alone decides, and a GPU hang is still the kernel's
-through CUDA's spin. A child whose CPU time is unknown is never called starved.
+through CUDA's spin. A child whose CPU time is unknown is never called starved. A kernel cannot make its own
+child look starved: for a task of its sandbox to wait for a CPU every core must be busy, and cores kept busy by its
+own tasks are its own CPU time, more than its whole limit.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ class WorkerStarved(RuntimeError):
         self.runs = runs
         told = "; then ".join(_account(run) for run in runs)
         super().__init__(f"the worker was too busy to run a grading child whose limit is {limit_s:g} s: {told}. "
-                         "Nothing is recorded for this submission: grade it again when the worker is less busy")
+                         "Nothing was graded or recorded: grade it again when the worker is less busy")
 
 
 def _account(run: ChildResult) -> str:

@@ -4,13 +4,8 @@ sandboxed children: one spinning past its limit, one asleep past it (a GPU hang 
 one starved by busy processes on its CPU."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import threading
-import time
-
 import pytest
+from busy_cpu import busy_cpu, on_cpu
 
 from graders.sandbox import starvation
 from graders.sandbox.run import ChildResult, run_child
@@ -81,7 +76,7 @@ def test_starved_twice_is_the_workers_fault(runs):
     runs["outcomes"] = [stopped(0.2, 1.7), second]
     with pytest.raises(WorkerStarved, match="^the worker was too busy to run a grading child whose limit is 2 s: "
                        r"stopped after 2\.0 s .*; then stopped after 6\.0 s having run 0\.6 s of CPU \(it waited 5\.2 "
-                       r"s for a CPU\)\. Nothing is recorded for this submission") as raised:
+                       r"s for a CPU\)\. Nothing was graded or recorded") as raised:
         run_child_unstarved("h", {}, timeout_s=LIMIT)
     assert raised.value.runs[1] is second
 
@@ -119,29 +114,10 @@ def test_a_child_asleep_past_its_limit_is_its_own_timeout_with_no_second_run(han
 
 
 def test_a_child_starved_by_busy_processes_on_its_cpu_is_the_workers_fault(handler):
-    """Eight busy processes, each in a session of its own (the scheduler shares a CPU between sessions), on the
-    one CPU the child runs on: it gets about a ninth of it, on its first run and on its second."""
-    cpu = max(os.sched_getaffinity(0))
-    busy = [subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"],
-                             start_new_session=True) for _ in range(8)]
-    outcome: dict = {}
-
-    def grade_on_that_cpu() -> None:   # a thread's affinity is what the processes it starts inherit
-        os.sched_setaffinity(0, {cpu})
-        try:
-            outcome["result"] = run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler)
-        except WorkerStarved as exc:
-            outcome["starved"] = exc
-    try:
-        time.sleep(0.5)
-        grading = threading.Thread(target=grade_on_that_cpu)
-        grading.start()
-        grading.join(60)
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
-    assert "starved" in outcome, outcome
-    first, second = outcome["starved"].runs
+    """Eight busy processes on the one CPU a spinning child runs on: it gets about a ninth of it, on its first run
+    and on its second."""
+    with busy_cpu(8) as cpu, pytest.raises(WorkerStarved) as raised:
+        on_cpu(cpu, lambda: run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler))
+    first, second = raised.value.runs
     assert first.seconds < RETRY_FACTOR * LIMIT <= second.seconds
     assert all(run.cpu_s < SHARE * LIMIT and run.waited_s > run.seconds / 2 for run in (first, second))
