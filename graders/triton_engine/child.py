@@ -24,11 +24,11 @@ import ast
 import linecache
 from types import ModuleType
 
-from graders.cuda_engine.child import Bench, Harness, Phases, TimedLaunchFailed, check_and_time
+from graders.cuda_engine.child import Bench, Harness, Phases, TimedLaunchFailed, _is_cuda_error, check_and_time
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.result import Status
-from graders.triton_engine.kernel_source import kernel_problems, tl_chains
+from graders.triton_engine.kernel_source import is_triton_jit, kernel_problems, tl_chains
 from graders.triton_engine.spec import Launch, load_triton_spec, resolve_launch
 
 FENCE_ELEMENTS = 1 << 16   # NaN before and after every floating-point input
@@ -44,10 +44,6 @@ class KernelRaised(Exception):
         self.status = status
 
 
-def _cuda_error(exc: BaseException) -> bool:
-    return "CUDA" in type(exc).__name__ or "CUDA" in str(exc)
-
-
 class TritonLaunch:
     """What makes a `graders.cuda_engine.child.Bench` a Triton one: loading the kernel from its source, the
     launch, fenced inputs, and the kernel's own failures as statuses. Mixed in before the bench class."""
@@ -59,7 +55,9 @@ class TritonLaunch:
         import triton.language as tl
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
-        problems = kernel_problems(ast.parse(source)) + tl_problems(source, tl)
+        tree = ast.parse(source)
+        problems = [f"line {n.lineno}: only @triton.jit functions are run" for n in tree.body if not is_triton_jit(n)]
+        problems += kernel_problems(tree) + tl_problems(source, tl)
         if problems:
             raise CompileError("your cell holds what is not Triton kernel code: " + "; ".join(problems[:3]))
         linecache.cache[SOURCE_FILE] = (len(source), None, source.splitlines(True), SOURCE_FILE)
@@ -91,7 +89,7 @@ class TritonLaunch:
         except (CompilationError, OutOfResources) as exc:
             raise KernelRaised(Status.COMPILE_ERROR, f"your kernel did not compile: {exc}") from None
         except Exception as exc:
-            if _cuda_error(exc):
+            if _is_cuda_error(exc):
                 raise
             raise KernelRaised(Status.KERNEL_ERROR, f"your kernel raised {type(exc).__name__}: {exc}") from None
 
@@ -204,7 +202,7 @@ def handle(request: dict) -> dict:
         harness = TritonHarness(definition, launch, float(request.get("memory_fraction", 0.25)), seed)
         result["environment"] = environment()
     except Exception as exc:
-        if not _cuda_error(exc):
+        if not _is_cuda_error(exc):
             raise
         return result | {"status": Status.CRASHED, "message": f"CUDA error while starting CUDA: {exc}"}
     clock.done("cuda_start")

@@ -229,8 +229,9 @@ def test_a_cell_that_defines_no_such_kernel_raises_or_leaves_triton_is_a_compile
     raising = "@triton.jit\ndef add_kernel(x, x):\n    pass\n"
     escaping = "@triton.jit\ndef add_kernel(x):\n    tl.core.builtins.exec('1')\n"
     for source, words in [(raising, "defining your kernel raised SyntaxError: duplicate argument"),
-                          ("x = 1\n", "defines no @triton.jit function add_kernel"),
-                          (escaping, "not Triton kernel code: line 3: tl.core.builtins is not Triton")]:
+                          ("@triton.jit\ndef other(x):\n    pass\n", "defines no @triton.jit function add_kernel"),
+                          (escaping, "not Triton kernel code: line 3: tl.core.builtins is not Triton"),
+                          ("import os\n" + CELL, "not Triton kernel code: line 1: only @triton.jit functions are run")]:
         found = cuda_child.check_and_time(bench, kernel, source, 60.0)
         assert found["status"] == Status.COMPILE_ERROR and words in found["message"]
 
