@@ -11,6 +11,8 @@ import nbformat
 from nbgrader.utils import is_solution
 
 from graders import settings, tracks
+from graders.quiz_engine.grade import right_answer
+from graders.quiz_engine.notebook import answer_literal
 from workshop.cells import read_cells, strip_solution_markers
 
 ROOT = settings.ROOT
@@ -92,3 +94,11 @@ def wrong_group_answers(track: str, group: dict[str, Path]) -> dict[str, str]:
     answers = cuda_answers(track, {kernel: path.read_text() for kernel, path in group.items()})
     return {kernel: answers[kernel] for kernel in group}
 
+
+
+def quiz_answers(track: str, student: str, wrong: Path | None = None) -> dict[str, str]:
+    """A quiz's solution cells, by grade_id: the key's answers for ``student`` (their own numbers), with the cells
+    of the known-wrong answer file ``wrong`` (``solutions/wrong/``) swapped in."""
+    answers = {q.id: f"{q.id} = {answer_literal(right_answer(track, q, student))}"
+               for q in tracks.get(track).problem_module().QUESTIONS}
+    return answers | (read_cells(wrong) if wrong else {})

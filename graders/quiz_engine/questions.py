@@ -28,7 +28,7 @@ class Choice:
 
     def form_problem(self, answer) -> str:
         if not isinstance(answer, str) or answer.strip().lower() not in self.options:
-            return f"{self.id} must be one of {', '.join(repr(k) for k in self.options)}, not {answer!r}"
+            return f"{self.id}: must be one of {', '.join(repr(k) for k in self.options)}, not {answer!r}"
         return ""
 
 
@@ -49,7 +49,7 @@ class Numeric:
 
     def form_problem(self, answer) -> str:
         if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
-            return f"{self.id} must be a number (an int or a float), not {answer!r}"
+            return f"{self.id}: must be a number (an int or a float), not {answer!r}"
         return ""
 
     def tolerance(self) -> str:
@@ -73,7 +73,7 @@ class Line:
 
     def form_problem(self, answer) -> str:
         if isinstance(answer, bool) or not isinstance(answer, int) or not 1 <= answer <= self.lines:
-            return f"{self.id} must be a line number from 1 to {self.lines}, not {answer!r}"
+            return f"{self.id}: must be a line number from 1 to {self.lines}, not {answer!r}"
         return ""
 
 

@@ -3,7 +3,8 @@ it fails on the untouched stub and on a notebook with one wrong kernel, naming t
 reference. Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
 one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
 races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there the wrong
-kernel is a softmax without its max. The released CUDA stubs compile, and their check cells say so in one
+kernel is a softmax without its max. A quiz's graded cells check only an answer's form (the key stays with the
+grader), so there the wrong answer is an option its question does not have. The released CUDA stubs compile, and their check cells say so in one
 line each."""
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from nbclient import NotebookClient
 from nbgrader.utils import is_grade, is_solution
 
 from graders import tracks
+from graders.quiz_engine.questions import REFERENCE_STUDENT, Choice
 from workshop import course as nbg
 from workshop import submissions
 
@@ -41,6 +43,9 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     """A whole notebook's answers with one kernel wrong, and that kernel's title or id."""
     if track.engine == "numba":
         return submissions.wrong_answers("zip_subtracts"), "Zip"
+    if track.engine == "quiz":   # an answer of the wrong form: an option the question does not have
+        first = next(q for q in track.problem_module().QUESTIONS if isinstance(q, Choice))
+        return submissions.quiz_answers(track.name, REFERENCE_STUDENT) | {first.id: f'{first.id} = "z"'}, first.id
     if track.engine == "triton":   # the check finds it wrong in Triton's interpreter
         path = track.solutions / "wrong" / "softmax_no_max.py"
         return submissions.cuda_answers(track.name) | {"softmax": path.read_text()}, "softmax"
@@ -65,6 +70,7 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
 
     answers, kernel = _wrong(track)
     reference_answers = (submissions.reference_answers() if track.engine == "numba"
+                         else submissions.quiz_answers(track.name, REFERENCE_STUDENT) if track.engine == "quiz"
                          else submissions.cuda_answers(track.name))
     with ThreadPoolExecutor(3) as pool:   # three nbgrader processes of their own, at once
         stub, wrong, reference = pool.map(lambda job: _validate(course, track, *job),
@@ -78,7 +84,7 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
     assert failed_cells and "Traceback" not in wrong
     for source, error in failed_cells:   # only the wrong kernel's graded cells, each naming it
         assert re.search(rf"\b{kernel.lower()}\b", source.lower()), source
-        assert re.match(rf"\s*(PuzzleFailed|KernelFailed): {kernel}: ", error), error
+        assert re.match(rf"\s*(PuzzleFailed|KernelFailed|AnswerFailed): {kernel}: ", error), error
     if track.engine == "cuda":
         assert "Your CUDA code did not compile" in wrong and re.search(r"line \d+: error", wrong)
 
