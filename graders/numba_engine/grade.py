@@ -17,7 +17,8 @@ Each run is a `graders.result.GradeResult`. Hidden cases draw their inputs from 
 (`graders.result.hidden_seed`: ``WORKSHOP_SEED`` when set), and every failure message names it.
 
 Runs are shared where that is safe (`run_source`). A call for a run already under way (``grade_correctness``
-and ``grade_limits`` of one submission grade one kernel) waits for it and takes its outcome, whatever it is.
+and ``grade_limits`` of one submission grade one kernel) waits for it and takes its outcome, whatever it is (what
+it raised too: a worker too busy for the one call is too busy for both).
 A finished run is kept for every later call with the same puzzle, kernel text, mode, target and forced seed
 (another student's identical kernel, too) only when its outcome is a verdict the child gave on the kernel
 itself (`KEPT`): refused by the subset, not compiling, or run to a verdict on its outputs (ok, over the
@@ -90,6 +91,7 @@ class _Running:
 
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
     result: GradeResult | None = None    # None when the run raised
+    error: Exception | None = None       # what it raised (`WorkerStarved`, say): the waiting calls raise it too
 
 
 _kept: dict[tuple, GradeResult] = {}
@@ -127,11 +129,16 @@ def run_source(puzzle_id: str, source: str, name: str, mode: str, on: str) -> Gr
                 running = _running[key] = _Running()
                 break
         running.done.wait()
+        if running.error is not None:
+            raise running.error
         if running.result is not None:
             return running.result
     try:
         running.result = _run_child(puzzle_id, source, name, mode, on, seed)
         return running.result
+    except Exception as exc:
+        running.error = exc
+        raise
     finally:
         with _runs_lock:
             del _running[key]

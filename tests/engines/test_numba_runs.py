@@ -13,6 +13,7 @@ from graders.numba_engine import grade
 from graders.numba_engine.kernel_source import SubmittedKernel
 from graders.result import GradeResult, Status
 from graders.sandbox.run import ChildResult
+from graders.sandbox.starvation import WorkerStarved
 
 KERNEL = SubmittedKernel("from numba import cuda\n\n@cuda.jit\ndef map_kernel(out, a, size):\n"
                          "    i = cuda.threadIdx.x\n    out[i] = a[i] + 10\n", "map_kernel")
@@ -83,9 +84,18 @@ def test_a_forced_seed_is_never_answered_by_a_run_on_another(children, monkeypat
     assert forced.seed == 5 != fresh.seed and [r["seed"] for r in children["requests"]] == [fresh.seed, 5]
 
 
-def test_calls_made_while_a_run_is_under_way_take_its_outcome_even_a_timeout(children, monkeypatch):
-    """grade_correctness and grade_limits of one submission read one child, also when it times out; the next
-    call runs its own."""
+STARVED = WorkerStarved(5, ChildResult("timeout", seconds=5, cpu_s=0.2, waited_s=4.5))
+
+
+def starved(request):
+    raise STARVED
+
+
+@pytest.mark.parametrize("outcome, taken", [(NOT_ANSWERED[Status.TIMEOUT], Status.TIMEOUT), (STARVED, STARVED)],
+                         ids=["timeout", "worker starved"])
+def test_calls_made_while_a_run_is_under_way_take_its_outcome_even_a_timeout(children, monkeypatch, outcome, taken):
+    """grade_correctness and grade_limits of one submission read one child, also when it times out or the worker
+    was too busy to run it; the next call runs its own."""
     started, release, waited = threading.Event(), threading.Event(), threading.Event()
 
     class Done(threading.Event):
@@ -98,15 +108,20 @@ def test_calls_made_while_a_run_is_under_way_take_its_outcome_even_a_timeout(chi
         done: threading.Event = dataclasses.field(default_factory=Done)
     monkeypatch.setattr(grade, "_Running", Running)
 
-    def slow_timeout(request):
+    def slow(request):
         started.set()
         release.wait(10)
-        return NOT_ANSWERED[Status.TIMEOUT]
-    children["outcomes"] = [slow_timeout, answered]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+    children["outcomes"] = [slow, answered]
     results = []
 
     def call():
-        results.append(grade.run_source("map", KERNEL.source, KERNEL.name, "hidden", "sim").status)
+        try:
+            results.append(grade.run_source("map", KERNEL.source, KERNEL.name, "hidden", "sim").status)
+        except WorkerStarved as exc:
+            results.append(exc)
     first = threading.Thread(target=call)
     first.start()
     assert started.wait(10)
@@ -116,7 +131,7 @@ def test_calls_made_while_a_run_is_under_way_take_its_outcome_even_a_timeout(chi
     release.set()
     first.join(10)
     waiting.join(10)
-    assert results == [Status.TIMEOUT, Status.TIMEOUT] and len(children["requests"]) == 1
+    assert results == [taken, taken] and len(children["requests"]) == 1
     assert grade.run_source("map", KERNEL.source, KERNEL.name, "hidden", "sim").ok
     assert len(children["requests"]) == 2
 
