@@ -166,9 +166,9 @@ class Submission:
             except (KernelSourceError, TritonSourceError) as exc:
                 raise SubmissionError(str(exc)) from None
             if len(source) > MAX_KERNEL_CHARS:
-                raise SubmissionError(f"the source of {name} (its cell's @cuda.jit or @triton.jit functions, "
-                                      f"imports and constants) holds {len(source)} characters; the grader reads "
-                                      f"at most {MAX_KERNEL_CHARS}")
+                read = "@triton.jit functions" if triton_kernel else "@cuda.jit functions, imports and constants"
+                raise SubmissionError(f"the source of {name} (its cell's {read}) holds {len(source)} characters; the "
+                                      f"grader reads at most {MAX_KERNEL_CHARS}")
             return triton_kernel or SubmittedKernel(source, name)
         try:
             return ast.literal_eval(text)
