@@ -2,9 +2,10 @@
 is timed against.
 
 A spec's kernel names its ``kind``. Kinds are defined by the tracks that bring them (``PROBLEMS``, a list of
-`Problem`, in ``tracks/<name>/problem.py``) and found here by `problem`; the engine is never edited for a
-new kind. Kernels take ``(out, *inputs, *sizes)``: device pointers, then ``int`` sizes. torch is imported
-inside the functions, so parsing a spec in a notebook does not import it.
+`Problem`, in ``tracks/<name>/problem.py``; a Triton track's kinds are found for Triton specs only,
+`KIND_SOURCES`) and found here by `problem`; the engine is never edited for a new kind. Kernels take
+``(out, *inputs, *sizes)``: device pointers, then ``int`` sizes. torch is imported inside the functions, so
+parsing a spec in a notebook does not import it.
 """
 from __future__ import annotations
 
@@ -81,10 +82,14 @@ def matrix_bytes(shape: Shape) -> int:
     return 2 * 4 * shape[0] * shape[1]   # fp32, read once and written once
 
 
+# the tracks whose kinds a spec of each engine may name: a Triton kernel may also be graded on a CUDA track's kind
+KIND_SOURCES = {"cuda": ("cuda",), "triton": ("cuda", "triton")}
+
+
 @functools.cache
-def _registry() -> dict[str, Problem]:
+def _registry(engine: str = "cuda") -> dict[str, Problem]:
     found: dict[str, Problem] = {}
-    for track, module in tracks.problem_modules("cuda"):
+    for track, module in [pair for source in KIND_SOURCES[engine] for pair in tracks.problem_modules(source)]:
         for p in getattr(module, "PROBLEMS", ()):
             if p.kind in found:
                 raise tracks.TrackError(f"{track.folder}/problem.py: kind {p.kind!r} is defined twice")
@@ -92,13 +97,13 @@ def _registry() -> dict[str, Problem]:
     return found
 
 
-def kinds() -> list[str]:
-    """Every problem kind some track defines."""
-    return list(_registry())
+def kinds(engine: str = "cuda") -> list[str]:
+    """Every problem kind a spec of ``engine`` may name (`KIND_SOURCES`)."""
+    return list(_registry(engine))
 
 
-def problem(kind: str) -> Problem:
+def problem(kind: str, engine: str = "cuda") -> Problem:
     try:
-        return _registry()[kind]
+        return _registry(engine)[kind]
     except KeyError:
-        raise KeyError(f"no problem kind {kind!r}; known kinds: {', '.join(_registry())}") from None
+        raise KeyError(f"no problem kind {kind!r}; known kinds: {', '.join(_registry(engine))}") from None

@@ -135,7 +135,7 @@ def load_spec(assignment: str | Path) -> AssignmentSpec:
     return parse_spec(read_toml(path, "spec"), path)
 
 
-def parse_spec(data: dict, path: Path) -> AssignmentSpec:
+def parse_spec(data: dict, path: Path, engine: str = "cuda") -> AssignmentSpec:
     top = data.get("assignment")
     if not isinstance(top, dict):
         raise SpecError(f"{path}: needs an [assignment] table")
@@ -158,7 +158,7 @@ def parse_spec(data: dict, path: Path) -> AssignmentSpec:
     kernels: dict[str, KernelSpec] = {}
     for i, raw in enumerate(kernels_raw):
         where = f"{path} [[kernel]] #{i + 1}" + (f" ({raw['id']})" if isinstance(raw.get("id"), str) else "")
-        kernel = _parse_kernel({k: v for k, v in top.items() if k in _INHERITED} | raw, path, where)
+        kernel = _parse_kernel({k: v for k, v in top.items() if k in _INHERITED} | raw, path, where, engine)
         if kernel.id in kernels:
             raise SpecError(f"{where}: duplicate id {kernel.id!r}")
         kernels[kernel.id] = kernel
@@ -177,12 +177,12 @@ def parse_spec(data: dict, path: Path) -> AssignmentSpec:
     )
 
 
-def _parse_kernel(raw: dict, path: Path, where: str) -> KernelSpec:
+def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
     _no_unknown(raw, _KERNEL_KEYS, where)
     kind = _typed(raw, "kind", str, where)
-    if kind not in kinds():
-        raise SpecError(f"{where}: unknown kind {kind!r}; known kinds: {', '.join(kinds())}")
-    rank = len(problem(kind).shape_names)
+    if kind not in kinds(engine):
+        raise SpecError(f"{where}: unknown kind {kind!r}; known kinds: {', '.join(kinds(engine))}")
+    rank = len(problem(kind, engine).shape_names)
     check_shapes = raw.get("check_shapes")
     if not isinstance(check_shapes, list) or not check_shapes:
         raise SpecError(f"{where}: check_shapes must be a non-empty list of shapes")

@@ -186,7 +186,7 @@ def handle(request: dict) -> dict:
     spec = load_triton_spec(request["spec_path"])
     kernel = spec.kernel(request["kernel_id"])
     launch = resolve_launch(spec.launches[kernel.id], request.get("launch"))
-    definition = problem(kernel.kind)
+    definition = problem(kernel.kind, "triton")
     seed = int(request["seed"])
     import torch
     result: dict = {"kernel_id": kernel.id, "launch": launch.as_dict(), "seed": seed}

@@ -79,7 +79,7 @@ def load_triton_spec(assignment: str | Path) -> TritonSpec:
         where = f"{path} [[kernel]] #{i + 1}"
         launches[raw.get("id")] = _launch(defaults | {k: raw.pop(k) for k in _LAUNCH_KEYS if k in raw}, where)
         kernels.append(raw)
-    spec = parse_spec({**data, "assignment": top | _NO_GEOMETRY, "kernel": kernels}, path)
+    spec = parse_spec({**data, "assignment": top | _NO_GEOMETRY, "kernel": kernels}, path, engine="triton")
     return TritonSpec(spec, launches)
 
 

@@ -145,7 +145,7 @@ def test_a_triton_kernels_source_over_the_cap_is_refused_saying_which_cap():
 
 
 def test_the_specs_launches_and_what_a_student_may_choose():
-    assert SPEC.launches == {"add": Launch(1024, 4), "softmax": Launch(ROW, 8)}
+    assert SPEC.launches == {"add": Launch(1024, 4), "softmax": Launch(ROW, 8), "layernorm": Launch(ROW, 8)}
     assert SPEC.launches["softmax"].block((7, 1025)) == 2048 and SPEC.launches["softmax"].block((1, 1)) == 1
     assert resolve_launch(SPEC.launches["add"], {"BLOCK_SIZE": 256, "num_warps": 2}) == Launch(256, 2)
     assert resolve_launch(SPEC.launches["softmax"], {"num_warps": 16}) == Launch(ROW, 16)
@@ -184,7 +184,8 @@ def _graded(path, most: int = grade.PREVIEW_ELEMENTS, **launch) -> dict:
     kernel = SPEC.kernel(_kid(path))
     shapes = sorted((s for s in kernel.check_shapes if math.prod(s) <= most), key=math.prod)
     small = dataclasses.replace(kernel, check_shapes=tuple(shapes), perf_shape=shapes[-1])
-    bench = Interpreted(problem(kernel.kind), resolve_launch(SPEC.launches[kernel.id], launch or None), seed=7)
+    launched = resolve_launch(SPEC.launches[kernel.id], launch or None)
+    bench = Interpreted(problem(kernel.kind, "triton"), launched, seed=7)
     return cuda_child.check_and_time(bench, small, _kernel(path).source, 60.0)
 
 
@@ -294,7 +295,8 @@ def test_the_trusted_grader_reads_each_graded_cells_call_from_the_submitted_note
             kid = args[1]
             kernel = SPEC.kernel(kid)
             assert call.function == "score_triton" and args[0] == "triton"
-            assert args[3] == {"add": {"BLOCK_SIZE": 1024, "num_warps": 4}, "softmax": {"num_warps": 8}}[kid]
+            assert args[3] == {"add": {"BLOCK_SIZE": 1024, "num_warps": 4}, "softmax": {"num_warps": 8},
+                               "layernorm": {"num_warps": 8}}[kid]
             if stub:
                 assert args[2].is_stub
                 with pytest.raises(KernelFailed, match="not written yet"):

@@ -19,13 +19,19 @@ from graders.cuda_engine.spec import KernelSpec
 from graders.triton_engine.spec import ROW, Launch, TritonSpec, load_triton_spec
 
 TRACK = "triton"
-TITLES = {"add": "Vector add", "softmax": "Fused row softmax"}
+TITLES = {"add": "Vector add", "softmax": "Fused row softmax", "layernorm": "Layer norm (forward)"}
 SIGNATURES = {"vecadd": "(out_ptr, a_ptr, b_ptr, n, BLOCK_SIZE: tl.constexpr)",
-              "row_softmax": "(out_ptr, x_ptr, rows, cols, BLOCK_SIZE: tl.constexpr)"}
+              "row_softmax": "(out_ptr, x_ptr, rows, cols, BLOCK_SIZE: tl.constexpr)",
+              "layer_norm": "(out_ptr, x_ptr, w_ptr, b_ptr, rows, cols, eps, BLOCK_SIZE: tl.constexpr)"}
 WHAT = {"vecadd": "`out[i] = a[i] + b[i]` for fp32 vectors of `n` elements, bit for bit",
         "row_softmax": ("each row's softmax of an fp32 (rows, cols) matrix, row-major and contiguous, in fp32: "
                         "within a relative 2e-5 of a float64 softmax at every element. Some rows hold logits in the "
-                        "hundreds (`exp` overflows fp32 above 88.7) or all hundreds below zero")}
+                        "hundreds (`exp` overflows fp32 above 88.7) or all hundreds below zero"),
+        "layer_norm": ("each row of an fp32 (rows, cols) matrix, row-major and contiguous, normalised to mean 0 and "
+                       "(biased) variance 1, times `w` plus `b` (fp32 vectors of `cols`): `(x - mean) / "
+                       "sqrt(variance + eps) * w + b`, with `eps` the kernel's argument (1e-5), within 2e-4 x "
+                       "(|w| + 1) + 1e-4 x |out| of a float64 layer norm. Some rows' means are a hundred standard "
+                       "deviations from 0")}
 
 INTRO = """# Triton: kernels in Python
 
@@ -75,7 +81,7 @@ def _leading_comment(reference: str) -> str:
 
 
 def _statement(number: int, kernel: KernelSpec, launch: Launch, provisional: bool) -> str:
-    kind = problem(kernel.kind)
+    kind = problem(kernel.kind, "triton")
     perf = kernel.perf_shape
     return "\n".join([
         f"## {number}. {TITLES[kernel.id]}", "",
