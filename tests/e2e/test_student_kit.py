@@ -33,11 +33,12 @@ def test_a_student_kit_holds_the_grader_and_no_solution():
         assert {f"tracks/{track.name}/{f}" for f in tracks.GRADER_FILES if (track.folder / f).is_file()} <= names
 
 
-def test_a_worker_adds_the_course_config_and_the_counter_references_only():
+def test_a_worker_adds_the_course_config_the_counter_references_and_the_quiz_keys_only():
     references = sorted({ref.relative_to(ROOT) for spec in ROOT.glob("tracks/*/spec.toml")
                          for ref in counter_references(spec)})
     assert references and solutions(worker_files()) == references
-    assert set(worker_files()) - set(student_files()) == {Path("nbgrader_config.py"), *references}
+    keys = {Path("tracks", t.name, "key.py") for t in tracks.all_tracks() if t.engine == "quiz"}
+    assert keys and set(worker_files()) - set(student_files()) == {Path("nbgrader_config.py"), *references, *keys}
 
 
 def test_a_check_runs_from_a_student_kit(tmp_path):
