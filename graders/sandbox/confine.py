@@ -21,7 +21,8 @@ controller, where the hierarchy is writable and the controller is delegated):
 With ``--usage-fd FD`` it reports what the sandbox got from the machine (`UsageReport`): its CPU seconds (user and
 system, all its processes: the cgroup's accounting, else its live processes' with their reaped children's, from
 /proc) and its seconds waiting for a CPU (ready to run, every core busy: the cgroup's v2 CPU pressure, else the
-machine's, /proc/pressure/cpu, since the sandbox started; unknown without pressure accounting). The caller reads
+machine's, /proc/pressure/cpu, since the sandbox started; unknown without pressure accounting), and the seconds
+since it started that they cover. The caller reads
 them to tell a child the worker starved from one that ran out its time (`graders.sandbox.starvation`).
 
 It gives the sandbox an allowlisted environment (`sandbox_environment`) and a new session keyring,
@@ -278,11 +279,12 @@ def _tree_cpu_seconds(root: int) -> float:
 
 
 class UsageReport:
-    """The sandbox's CPU seconds and seconds waiting for a CPU (see the module docstring), written as JSON of
-    `USAGE_BYTES` bytes at the start of ``fd`` every `USAGE_POLL_S` and when the sandbox ends; None: unknown."""
+    """The sandbox's CPU seconds, its seconds waiting for a CPU (see the module docstring; None: unknown) and the
+    seconds since it started that they cover, written as JSON of `USAGE_BYTES` bytes at the start of ``fd`` every
+    `USAGE_POLL_S` and when the sandbox ends."""
 
     def __init__(self, fd: int, cgroup: SandboxCgroup | None, pid: int):
-        self.fd, self.cgroup, self.pid, self.due = fd, cgroup, pid, 0.0
+        self.fd, self.cgroup, self.pid, self.due, self.start = fd, cgroup, pid, 0.0, time.monotonic()
         self.machine_start = None if self._cgroup_waited() is not None else _stalled(MACHINE_PRESSURE)
 
     def _cgroup_waited(self) -> float | None:
@@ -296,7 +298,7 @@ class UsageReport:
         if waited is None and self.machine_start is not None:
             now = _stalled(MACHINE_PRESSURE)
             waited = None if now is None else now - self.machine_start
-        return {"cpu_s": cpu, "waited_s": waited}
+        return {"cpu_s": cpu, "waited_s": waited, "observed_s": time.monotonic() - self.start}
 
     def ended(self) -> None:
         """The last report, once the child was reaped; where only live processes are counted (no cgroup), the

@@ -204,6 +204,7 @@ class ChildResult:
     stdout: str = ""     # the end of what the child (or its ``wrapper``) printed
     cpu_s: float | None = None      # CPU time its sandbox had (user and system, all its processes); None: unknown
     waited_s: float | None = None   # time its sandbox was ready to run but waited for a CPU; None: unknown
+    observed_s: float | None = None   # the time since the child started that these two cover (`UsageFile`)
     rerun: str = ""      # why this is a second run (`graders.sandbox.starvation`); '' for a first
 
     @property
@@ -271,12 +272,14 @@ class UsageFile:
         self.fd = os.memfd_create("sandbox-usage")   # close-on-exec: only the child it is passed to gets it
 
     def read(self) -> dict[str, float | None]:
-        """``cpu_s`` and ``waited_s`` so far (see `ChildResult`); None: unknown, or no report yet."""
+        """``cpu_s``, ``waited_s`` and ``observed_s`` of the last report (see `ChildResult`); None: unknown, or no
+        report yet. The supervisor reports every `confine.USAGE_POLL_S`, so a child stopped at its deadline was
+        last observed up to that long before (longer when the supervisor itself waited for a CPU)."""
         try:
             report = json.loads(os.pread(self.fd, confine.USAGE_BYTES, 0) or b"{}")
         except (OSError, ValueError):   # read while it was rewritten
             report = {}
-        return {key: report.get(key) for key in ("cpu_s", "waited_s")}
+        return {key: report.get(key) for key in ("cpu_s", "waited_s", "observed_s")}
 
     def since(self, before: dict[str, float | None]) -> dict[str, float | None]:
         """What `read` gives now less ``before`` (an earlier `read`; None there: no report yet, nothing used):

@@ -58,10 +58,12 @@ def _account(run: ChildResult) -> str:
 def starved(child: ChildResult, limit_s: float) -> bool:
     """Whether ``child`` was stopped at its wall-clock limit because the worker starved it (see the module
     docstring): less than `SHARE` x ``limit_s`` seconds of CPU, and at least half of the rest of its time waiting
-    for a CPU (where waits are measured). False for any other outcome, and where its CPU time is unknown."""
+    for a CPU (where waits are measured), both as its supervisor last observed them. False for any other outcome,
+    and where its CPU time is unknown."""
     if child.status != "timeout" or child.cpu_s is None or child.cpu_s >= SHARE * limit_s:
         return False
-    return child.waited_s is None or child.waited_s >= (child.seconds - child.cpu_s) / 2
+    observed = child.seconds if child.observed_s is None else child.observed_s   # what the report covers
+    return child.waited_s is None or child.waited_s >= (observed - child.cpu_s) / 2
 
 
 def run_child_unstarved(handler: str, request: dict, *, timeout_s: float, **options) -> ChildResult:
