@@ -161,7 +161,8 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
         if starved(child, limit_s):   # the worker was too busy, not the kernel slow: nothing is recorded
             raise WorkerStarved(limit_s, child)
         answer = {"status": Status.TIMEOUT, "message": f"your kernel did not finish within {limit_s:g} s "
-                  "(an endless loop? a __syncthreads() that not every thread reaches?)"}
+                  "(an endless loop? a __syncthreads() that not every thread reaches?)",
+                  "usage": {"cpu_s": child.cpu_s, "waited_s": child.waited_s, "observed_s": child.observed_s}}
     elif child.status == "crashed":
         answer = {"status": Status.CRASHED, "message": f"the grading process died: {child.message}",
                   "stderr": child.stderr}

@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 from busy_cpu import busy_cpu, on_cpu
 
+from graders.cuda_engine.grade import result_from_child
+from graders.cuda_engine.spec import load_spec
+from graders.result import Status
 from graders.sandbox import starvation
 from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.starvation import RETRY_FACTOR, SHARE, WorkerStarved, run_child_unstarved, starved
@@ -125,3 +128,15 @@ def test_a_child_starved_by_busy_processes_on_its_cpu_is_the_workers_fault(handl
     first, second = raised.value.runs
     assert first.seconds < RETRY_FACTOR * LIMIT <= second.seconds
     assert all(run.cpu_s < SHARE * LIMIT and run.waited_s > run.seconds / 2 for run in (first, second))
+
+
+def test_the_cuda_engine_refuses_a_starved_child_and_records_a_hung_kernels_usage():
+    """A CUDA kernel graded in a child the worker starved raises (no timeout is recorded); a kernel's own timeout
+    keeps what its child got from the machine."""
+    spec = load_spec("transpose")
+    kernel = spec.kernel("padded")
+    with pytest.raises(WorkerStarved):
+        result_from_child(stopped(0.2, 1.7), spec, kernel, LIMIT, seed=9)
+    hung = result_from_child(stopped(1.9, 0.05), spec, kernel, LIMIT, seed=9)
+    assert hung.status == Status.TIMEOUT and hung.points == 0
+    assert hung.details["usage"] == {"cpu_s": 1.9, "waited_s": 0.05, "observed_s": LIMIT}
