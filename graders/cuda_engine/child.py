@@ -343,6 +343,11 @@ def mismatch(out, expected, atol: float) -> str:
             f"got {got:.{digits}g}{never}")
 
 
+# the phases of `check_and_time` as its messages name them -> as `Phases` records them
+PHASE_NAMES = {"compiling": "compile", "checking correctness": "correctness", "timing": "timing",
+               "re-checking correctness after timing": "recheck"}
+
+
 class Phases:
     """Seconds spent in each phase of a grading, written into ``seconds`` (name -> seconds, 3 decimals): `done`
     closes the phase that began at the previous `done` (or at creation)."""
@@ -413,6 +418,7 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
+        clock.done(PHASE_NAMES[phase])
         return result | _crashed(phase, exc)
     if unmet:
         return result | {"status": Status.UNMET, "message": f"correct, but {'; '.join(unmet)}. Its speed is "

@@ -208,7 +208,9 @@ def test_a_cuda_error_named_only_by_its_type_is_a_crash():
     class Crashing(Bench):
         def launch(self, out, inputs, shape):
             raise CUDAError("an illegal memory access was encountered")
-    assert child.check_and_time(Crashing(), KERNEL, "src", 1.0) == {
+    answer = child.check_and_time(Crashing(), KERNEL, "src", 1.0)
+    assert list(answer.pop("phases")) == ["compile", "correctness"]
+    assert answer == {
         "compile": {}, "checks": [], "status": Status.CRASHED,
         "message": "CUDA error while checking correctness: an illegal memory access was encountered"}
 
@@ -232,7 +234,7 @@ def gpu(monkeypatch):
 
     def check_and_time(*args):
         calls["check_and_time"] = args
-        return {"status": Status.OK, "message": ""}
+        return {"status": Status.OK, "message": "", "phases": {"compile": 1.5}}
     monkeypatch.setattr(child, "check_and_time", check_and_time)
     return calls
 
@@ -242,7 +244,10 @@ def request(**fields) -> dict:
 
 
 def test_handle_grades_the_requested_kernel_with_the_defaults(gpu):
-    assert child.handle(request()) == {
+    answer = child.handle(request())
+    phases = answer.pop("phases")
+    assert list(phases) == ["setup", "cuda_start", "compile"] and phases["compile"] == 1.5
+    assert answer == {
         "kernel_id": "padded", "geometry": {"block": list(PADDED.geometry.block), "tile": list(PADDED.geometry.tile)},
         "seed": 42, "environment": {"gpu": "stand-in"}, "status": Status.OK, "message": ""}
     definition, geometry, memory_fraction, seed = gpu["harness"]
@@ -439,6 +444,7 @@ def test_every_unmet_requirement_is_named():
 
 def test_a_cuda_error_while_loading_is_a_crash_while_compiling():
     answer = child.check_and_time(Recording(load_error=RuntimeError("CUDA_ERROR_INVALID_IMAGE")), KERNEL, "src", 1.0)
+    assert list(answer.pop("phases")) == ["compile"]
     assert answer == {"status": Status.CRASHED, "message": "CUDA error while compiling: CUDA_ERROR_INVALID_IMAGE"}
 
 
