@@ -7,8 +7,9 @@
 - `score_triton` is the hidden test (`graders.hidden_tests`): the report, and the points or `KernelFailed`.
 - `check` is a kernel's check cell: one line, ✓, ✗ or ?, never a traceback. It runs the kernel at the check
   shapes on public inputs in a sandboxed child: on the GPU where there is one, else in Triton's interpreter
-  on this machine's CPU (``TRITON_INTERPRET=1``), at the shapes of at most `PREVIEW_ELEMENTS` elements.
-  `assert_runs`, the public part of a graded cell, raises where `check` says ✗, so that ``nbgrader validate``
+  on this machine's CPU (``TRITON_INTERPRET=1``), at the shapes of at most `PREVIEW_ELEMENTS` elements (a
+  kind the interpreter cannot check, ``interpreter_gap`` of ``tracks/triton/problem.py``: ? and why). An
+  autotuned kernel runs its first config there. `assert_runs`, the public part of a graded cell, raises where `check` says ✗, so that ``nbgrader validate``
   fails on a kernel the check finds wrong. Neither is the grade.
 
 ``WORKSHOP_PERF_BUDGET_S`` replaces the spec's ``time_budget_s`` as in the CUDA C++ engine.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from graders import settings
 from graders.cuda_engine.grade import CORRECT, KernelFailed, report, result_from_child
+from graders.cuda_engine.problems import problem
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import SpecError
 from graders.gpu import detect_gpu, require_gpu
@@ -116,6 +118,9 @@ def checked(assignment: str | Path, kernel_id: str, kernel, launch: dict | None 
     if source.is_stub:
         return "✗", _unwritten(kernel_id)
     gpu = detect_gpu() is not None
+    gap = getattr(problem(kernel_spec.kind, "triton"), "interpreter_gap", "")
+    if gap and not gpu:
+        return "?", f"{kernel_id}: not run on this machine's CPU: {gap}. The GPU worker checks it."
     shapes = [list(s) for s in kernel_spec.check_shapes if gpu or math.prod(s) <= PREVIEW_ELEMENTS]
     key = (str(assignment), kernel_id, source.source, repr(chosen), gpu)
     with _lock:

@@ -10,9 +10,15 @@ code needs (`kernel_problems`): its names are its arguments, its own variables, 
 ``@triton.jit`` functions and the builtins Triton compiles (`BUILTINS`); no attribute begins with ``_``; default
 values are literals; no imports, nested functions, classes or comprehensions. The grading child also resolves
 each ``tl.`` chain before running anything (`graders.triton_engine.child`): it must stay inside
-``triton.language`` and end at no module. Nothing of the cell runs as host Python, in the grader or the child. The same reading serves the trusted grader (the submitted file's solution
-cell, `graders.submission`) and the student's notebook (the cell IPython keeps for the kernel's function,
-`kernel_from_function`).
+``triton.language`` and end at no module. Nothing of the cell runs as host Python, in the grader or the child.
+The same reading serves the trusted grader (the submitted file's solution cell, `graders.submission`) and the
+student's notebook (the cell IPython keeps for the kernel's function, `kernel_from_function`).
+
+A ``@triton.jit`` function may also be decorated, above it, with ``@triton.autotune(configs=[...], key=[...])``
+written as literals (`read_autotune`): each config ``triton.Config({"NAME": int, ...}, num_warps=int,
+num_stages=int)``, its names the function's ``tl.constexpr`` parameters, at most `MAX_AUTOTUNE_CONFIGS`
+of them; ``key`` a list of the function's parameter names. Nothing else is read as an autotune decorator; the
+grading child applies the configs itself (`graders.triton_engine.child`).
 """
 from __future__ import annotations
 
@@ -20,7 +26,11 @@ import ast
 import linecache
 from dataclasses import dataclass
 
+from graders.triton_engine.spec import NUM_WARPS
+
 BUILTINS = frozenset({"range", "min", "max", "float", "int", "len", "print", "isinstance"})   # Triton compiles these
+MAX_AUTOTUNE_CONFIGS = 16   # each is compiled and benchmarked in the grading child, within its time limit
+MAX_STAGES = 8
 _NOT_KERNEL_CODE = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
                     ast.Global, ast.Nonlocal, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp,
                     ast.DictComp, ast.GeneratorExp)
@@ -46,10 +56,94 @@ class TritonKernel:
                 and "NotImplementedError" in ast.unparse(body[0].exc))
 
 
+@dataclass(frozen=True)
+class AutotuneConfig:
+    """One ``triton.Config`` of an autotune decorator: its constexpr values, ``num_warps`` and ``num_stages``."""
+
+    values: tuple[tuple[str, int], ...]
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+@dataclass(frozen=True)
+class Autotune:
+    """A kernel's ``@triton.autotune`` as read from its cell."""
+
+    configs: tuple[AutotuneConfig, ...]
+    key: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return {"configs": [dict(c.values) | {"num_warps": c.num_warps, "num_stages": c.num_stages}
+                            for c in self.configs], "key": list(self.key)}
+
+
+def _is_autotune(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and ast.unparse(node.func) == "triton.autotune"
+
+
 def is_triton_jit(node: ast.stmt) -> bool:
-    """A top-level function decorated with exactly ``@triton.jit``."""
-    return (isinstance(node, ast.FunctionDef) and len(node.decorator_list) == 1
-            and ast.unparse(node.decorator_list[0]) == "triton.jit")
+    """A top-level function decorated with exactly ``@triton.jit``, or ``@triton.autotune(...)`` above it."""
+    if not isinstance(node, ast.FunctionDef) or not node.decorator_list:
+        return False
+    *above, last = node.decorator_list
+    return ast.unparse(last) == "triton.jit" and (not above or (len(above) == 1 and _is_autotune(above[0])))
+
+
+def _int(node: ast.expr) -> int | None:
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def _config(node: ast.expr, constexprs: set[str], n: int) -> AutotuneConfig | str:
+    """Config ``n`` (from 1) of an autotune list, or why it is not one written as literals."""
+    where = f"line {node.lineno}: autotune config {n}"
+    form = "triton.Config({\"NAME\": int, ...}, num_warps=int, num_stages=int)"
+    if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "triton.Config" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Dict)):
+        return f"{where} must be {form}"
+    values = []
+    for key, value in zip(node.args[0].keys, node.args[0].values):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or _int(value) is None:
+            return f"{where}: its dict must map names (strings) to integers"
+        if key.value not in constexprs:
+            return f"{where} sets {key.value}, which is not a tl.constexpr parameter of the kernel"
+        values.append((key.value, _int(value)))
+    options = {}
+    for keyword in node.keywords:
+        if keyword.arg not in ("num_warps", "num_stages") or _int(keyword.value) is None:
+            return f"{where}: its only keywords are num_warps and num_stages, integers ({form})"
+        options[keyword.arg] = _int(keyword.value)
+    if options.get("num_warps", 4) not in NUM_WARPS:
+        return f"{where}: num_warps must be one of {NUM_WARPS}"
+    if not 1 <= options.get("num_stages", 3) <= MAX_STAGES:
+        return f"{where}: num_stages must be from 1 to {MAX_STAGES}"
+    return AutotuneConfig(tuple(values), **options)
+
+
+def read_autotune(fn: ast.FunctionDef) -> tuple[Autotune | None, list[str]]:
+    """``fn``'s ``@triton.autotune`` (None without one) and what in it is not written as the module's docstring
+    says, each as ``line N: why``."""
+    decorator = next((d for d in fn.decorator_list if _is_autotune(d)), None)
+    if decorator is None:
+        return None, []
+    where = f"line {decorator.lineno}: @triton.autotune"
+    keywords = {k.arg: k.value for k in decorator.keywords}
+    if decorator.args or set(keywords) != {"configs", "key"}:
+        return None, [f"{where} takes exactly configs=[triton.Config(...), ...] and key=[...], nothing else"]
+    configs, key = keywords["configs"], keywords["key"]
+    if not isinstance(configs, ast.List) or not 1 <= len(configs.elts) <= MAX_AUTOTUNE_CONFIGS:
+        count = f"{len(configs.elts)} configs" if isinstance(configs, ast.List) else "no list"
+        return None, [f"{where}: configs must be a list of 1 to {MAX_AUTOTUNE_CONFIGS} triton.Config(...) (the cap "
+                      f"on autotune configs, each compiled and timed by the grader), got {count}"]
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    constexprs = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+                  if a.annotation is not None and ast.unparse(a.annotation) == "tl.constexpr"}
+    read = [_config(c, constexprs, n) for n, c in enumerate(configs.elts, start=1)]
+    problems = [r for r in read if isinstance(r, str)]
+    if not (isinstance(key, ast.List) and all(isinstance(k, ast.Constant) and k.value in params for k in key.elts)):
+        problems.append(f"{where}: key must be a list of the kernel's parameter names, as strings")
+    if problems:
+        return None, problems
+    return Autotune(tuple(read), tuple(k.value for k in key.elts)), []
 
 
 def _literal(node: ast.expr) -> bool:
@@ -66,6 +160,7 @@ def kernel_problems(tree: ast.Module) -> list[str]:
     known = jit_names | {"tl"} | BUILTINS
     problems = []
     for fn in jitted:
+        problems += read_autotune(fn)[1]
         args = fn.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
         own = {a.arg for a in params} | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)

@@ -5,6 +5,7 @@ timed, each known-wrong solution caught with a status its ``status:`` line allow
 from a sandboxed child."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import linecache
 import math
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+import torch
 from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.utils import is_grade, is_solution
 
@@ -27,15 +29,22 @@ from graders.hidden_tests import GRADED_OUTSIDE, HIDDEN_TESTS
 from graders.result import Status
 from graders.submission import Submission, SubmissionError, hidden_call
 from graders.triton_engine import child, grade
-from graders.triton_engine.kernel_source import (TritonKernel, TritonSourceError, kernel_from_cell,
-                                                 kernel_from_function, triton_kernel_in_cell)
-from graders.triton_engine.spec import ROW, Launch, load_triton_spec, resolve_launch
+from graders.triton_engine.kernel_source import (MAX_AUTOTUNE_CONFIGS, Autotune, AutotuneConfig, TritonKernel,
+                                                 TritonSourceError, kernel_from_cell, kernel_from_function,
+                                                 read_autotune, triton_kernel_in_cell)
+from graders.triton_engine.spec import AUTOTUNE, ROW, Launch, load_triton_spec, resolve_launch
 from workshop.submissions import cuda_answers, fill
 
 TRACK = tracks.get("triton")
 SPEC = load_triton_spec("triton")
 REFERENCES = {kid: k.reference for kid, k in SPEC.assignment.kernels.items()}
 SAMPLES = 3
+TILE = ("BLOCK_SIZE_N", "BLOCK_SIZE_M")
+
+
+def _interpretable(kid: str) -> bool:
+    """Whether Triton's interpreter can check the kernel's kind (not a bf16 tl.dot)."""
+    return not getattr(problem(SPEC.kernel(kid).kind, "triton"), "interpreter_gap", "")
 
 CELL = '''import math
 
@@ -99,6 +108,52 @@ def test_a_kernel_that_would_run_host_python_is_refused_when_read(cell, words):
         kernel_from_cell(cell, "k")
 
 
+def _autotuned(configs: str, key: str = '["M"]', decorator: str = "") -> str:
+    head = decorator or f"@triton.autotune(configs=[{configs}], key={key})"
+    return (f"{head}\n@triton.jit\ndef k(out_ptr, M, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):\n"
+            "    pass\n")
+
+
+def test_an_autotune_config_list_is_read_from_its_literals():
+    kernel = SPEC.kernel("matmul_fp16")
+    tree = ast.parse(kernel_from_cell(kernel.reference.read_text(), kernel.function).source)
+    autotune, problems = read_autotune(next(n for n in tree.body if isinstance(n, ast.FunctionDef)))
+    assert problems == [] and autotune.key == ("M", "N", "K") and len(autotune.configs) == 8
+    assert autotune.configs[0] == AutotuneConfig((("BLOCK_SIZE_M", 128), ("BLOCK_SIZE_N", 256), ("BLOCK_SIZE_K", 64),
+                                                  ("GROUP_SIZE_M", 8)), num_warps=8, num_stages=3)
+    cell = _autotuned('triton.Config({"BLOCK_SIZE_M": 16}), triton.Config({"BLOCK_SIZE_N": 32}, num_stages=2)')
+    tree = ast.parse(cell)
+    assert read_autotune(tree.body[0]) == (Autotune((AutotuneConfig((("BLOCK_SIZE_M", 16),)),
+                                                     AutotuneConfig((("BLOCK_SIZE_N", 32),), num_stages=2)),
+                                                    ("M",)), [])
+
+
+CONFIG = 'triton.Config({"BLOCK_SIZE_M": 16})'
+
+
+@pytest.mark.parametrize("cell, words", [
+    (_autotuned(", ".join([CONFIG] * (MAX_AUTOTUNE_CONFIGS + 1))),
+     f"configs must be a list of 1 to {MAX_AUTOTUNE_CONFIGS} triton.Config(...) (the cap on autotune configs, each "
+     f"compiled and timed by the grader), got {MAX_AUTOTUNE_CONFIGS + 1} configs"),
+    (_autotuned("", decorator="@triton.autotune(configs=CONFIGS, key=['M'])"), "got no list"),
+    (_autotuned('triton.Config({"BLOCK_SIZE_M": 2 * 8})'), "config 1: its dict must map names (strings) to integers"),
+    (_autotuned('triton.Config({"M": 16})'), "config 1 sets M, which is not a tl.constexpr parameter"),
+    (_autotuned('triton.Config({"BLOCK_SIZE_M": 16}, pre_hook=print)'), "its only keywords are num_warps and num_stages"),
+    (_autotuned('triton.Config({"BLOCK_SIZE_M": 16}, num_warps=3)'), "config 1: num_warps must be one of"),
+    (_autotuned('triton.Config({"BLOCK_SIZE_M": 16}, num_stages=9)'), "num_stages must be from 1 to 8"),
+    (_autotuned("__import__('os').system('true')"), "config 1 must be triton.Config("),
+    (_autotuned(CONFIG, key='["Q"]'), "key must be a list of the kernel's parameter names"),
+    (_autotuned("", decorator=f"@triton.autotune(configs=[{CONFIG}], key=['M'], prune_configs_by={{}})"),
+     "takes exactly configs=[triton.Config(...), ...] and key=[...], nothing else"),
+], ids=["too-many", "not-a-list", "computed", "not-constexpr", "pre-hook", "warps", "stages", "call", "key", "prune"])
+def test_an_autotune_decorator_not_written_as_literals_is_refused_when_read(cell, words):
+    with pytest.raises(TritonSourceError, match="not Triton kernel code: line 1: .*" + re.escape(words)):
+        kernel_from_cell(cell, "k")
+    heuristics = _autotuned("", decorator="@triton.heuristics({'BLOCK_SIZE_M': lambda args: 16})")
+    with pytest.raises(TritonSourceError, match="not a function decorated with @triton.jit"):
+        kernel_from_cell(heuristics, "k")
+
+
 def test_the_release_stub_is_not_written_yet():
     stub = "@triton.jit\ndef k(x_ptr):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
     assert kernel_from_cell(stub, "k").is_stub
@@ -145,14 +200,17 @@ def test_a_triton_kernels_source_over_the_cap_is_refused_saying_which_cap():
 
 
 def test_the_specs_launches_and_what_a_student_may_choose():
-    assert SPEC.launches == {"add": Launch(1024, 4), "softmax": Launch(ROW, 8), "layernorm": Launch(ROW, 8)}
+    assert SPEC.launches == {"add": Launch(1024, 4), "softmax": Launch(ROW, 8), "layernorm": Launch(ROW, 8),
+                             "matmul_fp16": Launch(AUTOTUNE, 4, TILE), "matmul_bf16": Launch(AUTOTUNE, 4, TILE)}
+    assert resolve_launch(SPEC.launches["matmul_fp16"], {}) == SPEC.launches["matmul_fp16"]
     assert SPEC.launches["softmax"].block((7, 1025)) == 2048 and SPEC.launches["softmax"].block((1, 1)) == 1
     assert resolve_launch(SPEC.launches["add"], {"BLOCK_SIZE": 256, "num_warps": 2}) == Launch(256, 2)
     assert resolve_launch(SPEC.launches["softmax"], {"num_warps": 16}) == Launch(ROW, 16)
     for launch, chosen, words in [("softmax", {"BLOCK_SIZE": 1024}, "BLOCK_SIZE is the grader's"),
                                   ("add", {"BLOCK_SIZE": 1000}, "power of two"),
                                   ("add", {"num_warps": 3}, "num_warps must be one of"),
-                                  ("add", {"grid": 3}, "may set only"), ("add", [1024], "must be a dict")]:
+                                  ("add", {"grid": 3}, "may set only"), ("add", [1024], "must be a dict"),
+                                  ("matmul_fp16", {"num_warps": 8}, "its @triton.autotune configs: no launch dict")]:
         with pytest.raises(SpecError, match=words):
             resolve_launch(SPEC.launches[launch], chosen)
 
@@ -189,7 +247,7 @@ def _graded(path, most: int = grade.PREVIEW_ELEMENTS, **launch) -> dict:
     return cuda_child.check_and_time(bench, small, _kernel(path).source, 60.0)
 
 
-@pytest.mark.parametrize("kid", sorted(REFERENCES))
+@pytest.mark.parametrize("kid", sorted(filter(_interpretable, REFERENCES)))
 def test_each_reference_is_right_and_timed_in_the_interpreter(interpreter, kid):
     found = _graded(REFERENCES[kid])
     assert found["status"] == Status.OK, found["message"]
@@ -198,7 +256,8 @@ def test_each_reference_is_right_and_timed_in_the_interpreter(interpreter, kid):
 
 
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
-@pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in TRACK.wrong_solutions() if _interpretable(tracks.graded_kernel(p))],
+                         ids=lambda p: p.stem)
 def test_each_known_wrong_solution_is_caught_in_the_interpreter(interpreter, path):
     found = _graded(path)
     assert found["status"] in tracks.expected_statuses(path) and found["status"] != Status.OK, found
@@ -237,6 +296,44 @@ def test_a_cell_that_defines_no_such_kernel_raises_or_leaves_triton_is_a_compile
         assert found["status"] == Status.COMPILE_ERROR and words in found["message"]
 
 
+def test_an_autotuned_kernels_configs_are_applied_by_the_child_and_must_match_its_step(interpreter):
+    """The decorator is read, not run: its lines are blanked in what the child runs; the interpreter runs the first
+    config. A step launched by its configs needs them, each setting the tile; no other step takes them."""
+    kernel = SPEC.kernel("matmul_fp16")
+    small = dataclasses.replace(kernel, check_shapes=((3, 5, 7),), perf_shape=(3, 5, 7))
+    source = _kernel(kernel.reference).source
+    bench = Interpreted(problem("matmul_fp16", "triton"), SPEC.launches["matmul_fp16"], seed=7)
+    found = cuda_child.check_and_time(bench, small, source, 60.0)
+    assert found["status"] == Status.OK, found["message"]
+    assert found["compile"]["autotune"]["key"] == ["M", "N", "K"] and len(found["compile"]["autotune"]["configs"]) == 8
+    assert found["compile"]["launch"] == {"BLOCK_SIZE": AUTOTUNE, "tile": list(TILE)}
+    plain = re.sub(r"@triton.autotune\(.*?\n\)\n", "", source, flags=re.DOTALL)
+    untiled = source.replace('"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64', '"BLOCK_SIZE_N": 64')
+    add = _kernel(REFERENCES["add"]).source
+    for bench, source, words in [
+            (bench, plain, "decorate matmul_fp16_kernel with @triton.autotune(configs=["),
+            (bench, untiled, "every autotune config sets the tile, BLOCK_SIZE_N and BLOCK_SIZE_M: config 8 sets no "
+                             "BLOCK_SIZE_M"),
+            (Interpreted(problem("vecadd"), SPEC.launches["add"], seed=7),
+             f"@triton.autotune(configs=[{CONFIG.replace('_M', '')}], key=['n'])\n" + add,
+             "add_kernel takes no @triton.autotune")]:
+        found = cuda_child.check_and_time(bench, small if bench.problem.kind != "vecadd" else SPEC.kernel("add"),
+                                          source, 60.0)
+        assert found["status"] == Status.COMPILE_ERROR and words in found["message"], found["message"]
+
+
+def test_a_16_bit_output_ends_where_its_guard_begins():
+    bench = Interpreted(problem("matmul_fp16", "triton"), SPEC.launches["matmul_fp16"], seed=7)
+    buffer, out = bench.output((3, 5, 7))
+    assert out.dtype == torch.float16 and out.shape == (3, 5) and bool(out.isnan().all())
+    words = buffer.view(torch.int32)
+    assert words.numel() == 8 + 2 * cuda_child.GUARD_ELEMENTS and cuda_child.guard_damage(buffer) == ""
+    assert out.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()
+    assert (out.storage_offset() + 15) * 2 == (cuda_child.GUARD_ELEMENTS + 8) * 4   # its last element, then the guard
+    buffer.view(torch.float16)[out.storage_offset() + 15] = 0.0                    # one past its end
+    assert "after the end of the output" in cuda_child.guard_damage(buffer)
+
+
 @pytest.fixture
 def no_gpu(monkeypatch):
     monkeypatch.setenv("WORKSHOP_GPU", "0")
@@ -272,6 +369,14 @@ def test_the_check_cell_says_what_is_not_written_or_not_allowed_without_running_
         "add: not run here while autograding; the hidden tests grade it.", GRADED_OUTSIDE]
 
 
+def test_without_a_gpu_the_check_cell_says_why_a_bf16_matmul_is_not_run(no_gpu, capsys, monkeypatch):
+    monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
+    grade.check("triton", "matmul_bf16", _kernel(REFERENCES["matmul_bf16"]))
+    assert capsys.readouterr().out == ("? matmul_bf16: not run on this machine's CPU: Triton 3.6's interpreter "
+                                       "computes tl.dot of bf16 tiles wrongly. The GPU worker checks it.\n")
+    grade.assert_runs("triton", "matmul_bf16", _kernel(REFERENCES["matmul_bf16"]))   # ? is not ✗
+
+
 def test_grading_refuses_a_launch_the_spec_does_not_allow_before_any_child(no_gpu, monkeypatch):
     monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
     result = grade.grade_triton("triton", "softmax", _kernel(REFERENCES["softmax"]), {"BLOCK_SIZE": 4096})
@@ -295,8 +400,9 @@ def test_the_trusted_grader_reads_each_graded_cells_call_from_the_submitted_note
             kid = args[1]
             kernel = SPEC.kernel(kid)
             assert call.function == "score_triton" and args[0] == "triton"
-            assert args[3] == {"add": {"BLOCK_SIZE": 1024, "num_warps": 4}, "softmax": {"num_warps": 8},
-                               "layernorm": {"num_warps": 8}}[kid]
+            launches = {"add": [{"BLOCK_SIZE": 1024, "num_warps": 4}], "softmax": [{"num_warps": 8}],
+                        "layernorm": [{"num_warps": 8}], "matmul_fp16": [], "matmul_bf16": []}
+            assert args[3:] == launches[kid]
             if stub:
                 assert args[2].is_stub
                 with pytest.raises(KernelFailed, match="not written yet"):
