@@ -22,8 +22,8 @@ With ``--usage-fd FD`` it reports what the sandbox got from the machine (`UsageR
 system, all its processes: the cgroup's accounting, else its live processes' with their reaped children's, from
 /proc) and its seconds waiting for a CPU (ready to run, every core busy: the cgroup's v2 CPU pressure, else the
 machine's, /proc/pressure/cpu, since the sandbox started; unknown without pressure accounting), and the seconds
-since it started that they cover. The caller reads
-them to tell a child the worker starved from one that ran out its time (`graders.sandbox.starvation`).
+since it started that they cover. The caller reads them to tell a child the worker starved from one that ran out
+its time (`graders.sandbox.starvation`).
 
 It gives the sandbox an allowlisted environment (`sandbox_environment`) and a new session keyring,
 starts ARGV (bwrap, or the command itself with ``--plain``) in its own process group, forwards SIGINT,
