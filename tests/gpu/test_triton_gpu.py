@@ -1,7 +1,8 @@
 """The Triton track on a real GPU: each reference and each known-wrong solution graded by the engine
-(`graders.triton_engine.grade.grade_triton`, one sandboxed child each, Triton compiling there), the check cell
-on the GPU, and the track autograded by nbgrader: the reference full marks, the untouched stub 0, each
-known-wrong solution exactly its ``expect:`` points.
+(`graders.triton_engine.grade.grade_triton`, one sandboxed child each, Triton compiling there, the matmuls
+autotuned over their configs), the references against the issue's goals (`GOALS`), the check cell on the GPU,
+and the track autograded by nbgrader: the reference full marks, the untouched stub 0, each known-wrong solution
+exactly its ``expect:`` points.
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_triton_gpu.py -x -q -s`` (``-s`` shows the
 reports). ``WORKSHOP_PERF_BUDGET_S`` (default here 1.5 s) is the timing budget per kernel.
@@ -26,6 +27,9 @@ pytestmark = pytest.mark.gpu
 TRACK = tracks.get("triton")
 SPEC = load_triton_spec("triton")
 BUDGET_S = 1.5
+# issue 30's goals for the references, as a ratio to the baseline's speed: a device copy's bandwidth for the
+# memory-bound kernels, cuBLAS (torch.matmul) for the matmuls at 4096^3
+GOALS = {"softmax": 0.85, "layernorm": 0.85, "matmul_fp16": 0.95, "matmul_bf16": 0.95}
 
 
 def _graded(kid: str, path) -> dict:
@@ -35,14 +39,29 @@ def _graded(kid: str, path) -> dict:
     return result.as_dict()
 
 
+@pytest.fixture(scope="module")
+def references() -> dict[str, dict]:
+    """Each reference graded once, by kernel id."""
+    return {kid: _graded(kid, kernel.reference) for kid, kernel in SPEC.assignment.kernels.items()}
+
+
 @pytest.mark.parametrize("kid", list(SPEC.assignment.kernels))
-def test_each_reference_is_correct_and_timed_on_the_gpu(kid):
+def test_each_reference_is_correct_and_timed_on_the_gpu(references, kid):
     kernel = SPEC.kernel(kid)
-    result = _graded(kid, kernel.reference)
+    result = references[kid]
     assert result["status"] == "ok", f"{kid}: {result['message']} {result.get('stderr', '')}"
     assert not result["compile"]["interpreted"] and result["compile"]["triton"] == "3.6.0"
     assert all(check["ok"] for check in result["checks"]) and any(c.get("after_timing") for c in result["checks"])
     assert result["timing"]["kernel"]["samples"] >= 10 and result["points"] > kernel.points_correct
+    if kid.startswith("matmul"):   # the configs read from the cell, one of them chosen by Triton's autotuner
+        configs = result["compile"]["autotune"]["configs"]
+        assert len(configs) == 8 and result["timing"]["autotuned"] in configs
+
+
+@pytest.mark.parametrize("kid", list(GOALS))
+def test_each_reference_meets_the_issues_goal(references, kid):
+    timing = references[kid]["timing"]
+    assert timing["ratio"] >= GOALS[kid], f"{kid}: {timing['ratio']:.3f} of {timing['baseline']['name']}"
 
 
 @pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.stem)
@@ -52,10 +71,11 @@ def test_each_known_wrong_solution_gets_its_status_and_points_on_the_gpu(path):
     assert tracks.unmet_expectation(path, result["status"], result["points"]) == "", result["message"]
 
 
-def test_the_check_cell_runs_on_the_gpu(monkeypatch):
+@pytest.mark.parametrize("kid", ["softmax", "matmul_bf16"])   # the bf16 matmul, which the interpreter cannot check
+def test_the_check_cell_runs_on_the_gpu(monkeypatch, kid):
     monkeypatch.setattr(grade, "_checked", {})
-    kernel = SPEC.kernel("softmax")
-    mark, line = grade.checked("triton", "softmax", kernel_from_cell(kernel.reference.read_text(), kernel.function))
+    kernel = SPEC.kernel(kid)
+    mark, line = grade.checked("triton", kid, kernel_from_cell(kernel.reference.read_text(), kernel.function))
     assert mark == "✓" and "on the GPU" in line, line
 
 
