@@ -22,6 +22,7 @@ from graders.cuda_engine.sass import find_tool
 from graders.cuda_engine.spec import Geometry, KernelSpec
 from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
+from graders.sandbox.starvation import WorkerStarved, starved
 
 TOOLS = ("memcheck", "racecheck", "initcheck")
 CHILD = "graders.cuda_engine.launch_child"
@@ -80,11 +81,14 @@ def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_n
     ``kernel_name`` limits memcheck and racecheck to kernels whose name contains it; initcheck watches every
     kernel, since it knows memory as written only when it saw the write (the grader's own kernels fill the
     inputs and poison the output). Errors of host API calls are not the kernel's and are not reported.
-    Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when the run does not finish."""
+    Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when the run does not finish, and
+    `graders.sandbox.starvation.WorkerStarved` when it did not because the worker starved it."""
     watched = ("--kernel-name", f"kns={kernel_name}") if kernel_name and tool != "initcheck" else ()
     wrapper = (str(tool_binary()), "--tool", tool, *watched, "--report-api-errors", "no", "--print-limit", "5",
                "--error-exitcode", "0")
     run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
+    if starved(run, TIMEOUT_S):   # the worker's fault, not the kernel's: nothing is recorded
+        raise WorkerStarved(TIMEOUT_S, run)
     if not run.ok or "error" in run.answer:
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({run.status}: "
                               f"{run.message or run.answer.get('error', '')}) {run.stdout[-500:]}")

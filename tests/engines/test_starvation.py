@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from busy_cpu import busy_cpu, on_cpu
 
+from graders.cuda_engine import counters, sanitizer
 from graders.cuda_engine.grade import result_from_child
 from graders.cuda_engine.spec import load_spec
 from graders.result import Status
@@ -140,3 +141,23 @@ def test_the_cuda_engine_refuses_a_starved_child_and_records_a_hung_kernels_usag
     hung = result_from_child(stopped(1.9, 0.05), spec, kernel, LIMIT, seed=9)
     assert hung.status == Status.TIMEOUT and hung.points == 0
     assert hung.details["usage"] == {"cpu_s": 1.9, "waited_s": 0.05, "observed_s": LIMIT}
+
+
+@pytest.mark.parametrize("tool", ["sanitizer", "ncu"])
+def test_a_tool_run_the_worker_starved_stops_the_submission_and_the_kernels_timeout_does_not(tool, monkeypatch):
+    module, limit = (sanitizer, sanitizer.TIMEOUT_S) if tool == "sanitizer" else (counters, counters.TIMEOUT_S)
+    monkeypatch.setattr(sanitizer, "tool_binary", lambda: "/usr/bin/compute-sanitizer")
+    monkeypatch.setattr(counters, "ncu_binary", lambda: "/usr/bin/ncu")
+
+    def run(**outcome):
+        monkeypatch.setattr(module, "run_child", lambda *a, **k: ChildResult(
+            "timeout", seconds=limit + 0.1, observed_s=limit, message=f"stopped after {limit:g} s", **outcome))
+        if tool == "sanitizer":
+            return sanitizer.run_tool("memcheck", sanitizer.CHILD, {}, {}, "k")
+        return counters.count({}, "k", "shared_bank_conflicts", {})
+
+    with pytest.raises(WorkerStarved):
+        run(cpu_s=0.1 * limit, waited_s=0.8 * limit)
+    failed = sanitizer.SanitizerFailed if tool == "sanitizer" else counters.ProfilingFailed
+    with pytest.raises(failed):   # it ran its limit: not the worker's fault
+        run(cpu_s=limit, waited_s=0.0)
