@@ -244,6 +244,8 @@ def kernel_from_function(kernel) -> TritonKernel:
     if isinstance(kernel, TritonKernel):
         return kernel
     fn = getattr(kernel, "fn", None)
+    if fn is not None and not hasattr(fn, "__code__"):   # @triton.autotune's object holds the @triton.jit one
+        fn = getattr(fn, "fn", None)
     code = getattr(fn, "__code__", None)
     if code is None:
         raise TritonSourceError(f"expected a kernel decorated with @triton.jit, got {type(kernel).__name__}")

@@ -176,6 +176,20 @@ def test_in_a_notebook_the_kernel_is_read_from_its_cells_text():
         kernel_from_function("add_kernel")
 
 
+def test_in_a_notebook_an_autotuned_kernel_is_read_from_its_cells_text_too():
+    """``@triton.autotune`` makes an autotuner object holding the ``@triton.jit`` one: the cell is read as well."""
+    import triton
+    import triton.language as tl
+    name, cell = "<ipython-input-autotuned>", _autotuned('triton.Config({"BLOCK_SIZE_M": 16})')
+    linecache.cache[name] = (len(cell), None, cell.splitlines(True), name)
+    namespace: dict = {"triton": triton, "tl": tl}
+    try:
+        exec(compile(cell, name, "exec"), namespace)
+        assert kernel_from_function(namespace["k"]) == kernel_from_cell(cell, "k")
+    finally:
+        del linecache.cache[name]
+
+
 def test_a_submission_resolves_a_triton_kernel_and_its_launch_literal():
     nb = new_notebook()
     cell = new_code_cell(CELL)
