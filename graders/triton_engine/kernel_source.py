@@ -26,7 +26,7 @@ import ast
 import linecache
 from dataclasses import dataclass
 
-from graders.triton_engine.spec import NUM_WARPS
+from graders.triton_engine.spec import MAX_BLOCK_SIZE, NUM_WARPS
 
 BUILTINS = frozenset({"range", "min", "max", "float", "int", "len", "print", "isinstance"})   # Triton compiles these
 MAX_AUTOTUNE_CONFIGS = 16   # each is compiled and benchmarked in the grading child, within its time limit
@@ -106,6 +106,8 @@ def _config(node: ast.expr, constexprs: set[str], n: int) -> AutotuneConfig | st
             return f"{where}: its dict must map names (strings) to integers"
         if key.value not in constexprs:
             return f"{where} sets {key.value}, which is not a tl.constexpr parameter of the kernel"
+        if not 0 <= _int(value) <= MAX_BLOCK_SIZE:
+            return f"{where} sets {key.value} to {_int(value)}; a config's values are from 0 to {MAX_BLOCK_SIZE}"
         values.append((key.value, _int(value)))
     options = {}
     for keyword in node.keywords:

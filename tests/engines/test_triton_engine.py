@@ -138,6 +138,9 @@ CONFIG = 'triton.Config({"BLOCK_SIZE_M": 16})'
     (_autotuned("", decorator="@triton.autotune(configs=CONFIGS, key=['M'])"), "got no list"),
     (_autotuned('triton.Config({"BLOCK_SIZE_M": 2 * 8})'), "config 1: its dict must map names (strings) to integers"),
     (_autotuned('triton.Config({"M": 16})'), "config 1 sets M, which is not a tl.constexpr parameter"),
+    (_autotuned('triton.Config({"BLOCK_SIZE_M": 1 << 20})'), "its dict must map names (strings) to integers"),
+    (_autotuned('triton.Config({"BLOCK_SIZE_M": 131072})'), "sets BLOCK_SIZE_M to 131072; a config's values are "
+                                                            "from 0 to 65536"),
     (_autotuned('triton.Config({"BLOCK_SIZE_M": 16}, pre_hook=print)'), "its only keywords are num_warps and num_stages"),
     (_autotuned('triton.Config({"BLOCK_SIZE_M": 16}, num_warps=3)'), "config 1: num_warps must be one of"),
     (_autotuned('triton.Config({"BLOCK_SIZE_M": 16}, num_stages=9)'), "num_stages must be from 1 to 8"),
@@ -145,7 +148,7 @@ CONFIG = 'triton.Config({"BLOCK_SIZE_M": 16})'
     (_autotuned(CONFIG, key='["Q"]'), "key must be a list of the kernel's parameter names"),
     (_autotuned("", decorator=f"@triton.autotune(configs=[{CONFIG}], key=['M'], prune_configs_by={{}})"),
      "takes exactly configs=[triton.Config(...), ...] and key=[...], nothing else"),
-], ids=["too-many", "not-a-list", "computed", "not-constexpr", "pre-hook", "warps", "stages", "call", "key", "prune"])
+], ids=["too-many", "not-a-list", "computed", "not-constexpr", "shifted", "too-large", "pre-hook", "warps", "stages", "call", "key", "prune"])
 def test_an_autotune_decorator_not_written_as_literals_is_refused_when_read(cell, words):
     with pytest.raises(TritonSourceError, match="not Triton kernel code: line 1: .*" + re.escape(words)):
         kernel_from_cell(cell, "k")
@@ -176,8 +179,9 @@ def test_in_a_notebook_the_kernel_is_read_from_its_cells_text():
         kernel_from_function("add_kernel")
 
 
-def test_in_a_notebook_an_autotuned_kernel_is_read_from_its_cells_text_too():
-    """``@triton.autotune`` makes an autotuner object holding the ``@triton.jit`` one: the cell is read as well."""
+def test_in_a_notebook_an_autotuned_kernel_is_read_from_its_cells_text_too(interpreter):
+    """``@triton.autotune`` makes an autotuner object holding the ``@triton.jit`` one: the cell is read as well
+    (in interpreter mode: a compiled kernel defined in this process would break the interpreted ones)."""
     import triton
     import triton.language as tl
     name, cell = "<ipython-input-autotuned>", _autotuned('triton.Config({"BLOCK_SIZE_M": 16})')
