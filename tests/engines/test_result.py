@@ -73,7 +73,7 @@ CHILDREN_WITHOUT_ANSWER = {
 @pytest.mark.parametrize("status", list(CHILDREN_WITHOUT_ANSWER), ids=str)
 def test_numba_child_that_did_not_answer_keeps_its_seed(status, monkeypatch):
     monkeypatch.setenv("WORKSHOP_SEED", "77")
-    monkeypatch.setattr(numba_grade, "run_child", lambda *args, **kwargs: CHILDREN_WITHOUT_ANSWER[status])
+    monkeypatch.setattr(numba_grade, "run_child_unstarved", lambda *args, **kwargs: CHILDREN_WITHOUT_ANSWER[status])
     result = numba_grade._run_child("map", map_source("out[i] = a[i] + 10"), "map_kernel", "hidden", "sim")
     assert result.status == status and result.seed == 77
     assert result.failure_line().startswith(f"{status} (hidden, seed 77): ")

@@ -104,7 +104,10 @@ def test_the_supervisor_reports_the_sandboxs_cpu_time(handler, monkeypatch, cgro
     if cgroups == "off":   # its fallback: the sandbox's processes read from /proc
         monkeypatch.setenv("WORKSHOP_SANDBOX_CGROUPS", "off")
     result = run_child("busy_handler", {"cpu_s": 0.6, "sleep_s": 1.0}, timeout_s=30, env=handler)
-    assert result.ok and 0.6 <= result.cpu_s < 3
+    # /proc counts CPU time in clock ticks (10 ms) and is read every half second, the last time just before the
+    # sandbox's processes exit: a few ticks of the end can be missed there; the cgroup's count is exact
+    missed = 0.05 if cgroups == "off" else 0.0
+    assert result.ok and 0.6 - missed <= result.cpu_s < 3
 
 
 def test_a_kernel_spinning_past_its_limit_is_its_own_timeout(handler):
