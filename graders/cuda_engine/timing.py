@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -183,13 +184,24 @@ def peaks() -> dict[str, float]:
     return {k: v for k, v in found.items() if v > 0}
 
 
+def visible_gpu() -> str:
+    """The GPU this process's CUDA device 0 is, as NVML and nvidia-smi name it: the first entry of
+    ``CUDA_VISIBLE_DEVICES`` (an index or a ``GPU-`` UUID), else ``"0"``. NVML ignores that variable and counts
+    every GPU of the machine, so a worker bound to GPU 2 must ask for GPU 2's clocks, not GPU 0's."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return first if first.isdigit() or first.startswith("GPU-") else "0"
+
+
 def clocks() -> dict:
-    """Current and maximum SM and memory clocks in MHz, from NVML, else nvidia-smi; {} if neither."""
+    """Current and maximum SM and memory clocks in MHz of the GPU the process runs on (`visible_gpu`), from NVML,
+    else nvidia-smi; {} if neither."""
+    gpu = visible_gpu()
     try:
         import pynvml
         pynvml.nvmlInit()
         try:
-            h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            h = (pynvml.nvmlDeviceGetHandleByUUID(gpu) if gpu.startswith("GPU-")
+                 else pynvml.nvmlDeviceGetHandleByIndex(int(gpu)))
             sm, mem = pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM
             return {"source": "nvml", "sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, sm),
                     "mem_mhz": pynvml.nvmlDeviceGetClockInfo(h, mem),
@@ -201,7 +213,7 @@ def clocks() -> dict:
     except Exception:  # no NVML: fall back to nvidia-smi
         pass
     try:
-        out = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=clocks.sm,clocks.mem,clocks.max.sm,"
+        out = subprocess.run(["nvidia-smi", "-i", gpu, "--query-gpu=clocks.sm,clocks.mem,clocks.max.sm,"
                               "clocks.max.mem,temperature.gpu", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
         keys = ("sm_mhz", "mem_mhz", "sm_max_mhz", "mem_max_mhz", "temperature_c")

@@ -9,6 +9,7 @@ work is then graded just above and just below the datasheet's figure, through th
 from __future__ import annotations
 
 import dataclasses
+import sys
 from types import SimpleNamespace
 
 import cuda.core
@@ -319,3 +320,41 @@ def test_a_kernel_faster_than_the_datasheet_is_implausible_and_one_at_90_percent
     answer = child.check_and_time(TimedBench(kernel.kind, seconds), timed_only, "source", 1.0)
     assert answer["status"] == status, answer["message"]
     assert answer["timing"]["kernel"]["throughput"] == pytest.approx(rate)
+
+
+class _Nvml:
+    """pynvml on a machine of four GPUs, each with its own SM clock (1000 + 10 x its index MHz)."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = "sm", "mem", "temp"
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        return int(uuid.removeprefix("GPU-"))
+
+    def nvmlDeviceGetClockInfo(self, handle, which):
+        return 1000 + 10 * handle if which == "sm" else 3201
+
+    nvmlDeviceGetMaxClockInfo = nvmlDeviceGetClockInfo
+
+    def nvmlDeviceGetTemperature(self, handle, which):
+        return 40
+
+
+@pytest.mark.parametrize("visible, sm_mhz", [(None, 1000), ("2", 1020), ("3,1", 1030), ("GPU-1", 1010)])
+def test_the_clocks_recorded_are_the_visible_gpus(monkeypatch, visible, sm_mhz):
+    """NVML counts every GPU of the machine whatever CUDA_VISIBLE_DEVICES says: a worker bound to one GPU records
+    that GPU's clocks."""
+    monkeypatch.setitem(sys.modules, "pynvml", _Nvml())
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert timing.clocks()["sm_mhz"] == sm_mhz
