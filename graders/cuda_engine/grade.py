@@ -35,6 +35,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 from graders import settings
 from graders.cuda_engine import counters, preview, sanitizer
@@ -45,7 +46,7 @@ from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, still_the_stub
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
-from graders.sandbox.starvation import WorkerStarved, starved
+from graders.sandbox.starvation import refuse_starved
 
 CHILD = "graders.cuda_engine.child"
 # correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
@@ -86,8 +87,7 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True, reusable=True)
     result = result_from_child(child, spec, kernel, limit, seed)
-    phases = dict(result.details.get("phases", {}))
-    phases["child_start"] = round(max(0.0, child.seconds - sum(phases.values())), 3)
+    phases = child_phases(result, child)
     if sanitize and settings.sanitize_enabled() and result.status in CORRECT:
         started = time.monotonic()
         result = sanitized(result, kernel, request, geometry)
@@ -140,6 +140,14 @@ def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) 
     return _rescored(result, kernel, Status.INCORRECT, checked["failure"], correct=False, sanitizer=checked)
 
 
+def child_phases(result: GradeResult, child: ChildResult) -> dict[str, float]:
+    """The child's phases in ``result`` and ``child_start``: the rest of the child's wall time (the sandbox,
+    Python and the request's way in and out)."""
+    phases = dict(result.details.get("phases", {}))
+    phases["child_start"] = round(max(0.0, child.seconds - sum(phases.values())), 3)
+    return phases
+
+
 def _budget_from_env(default: float) -> float:
     return settings.perf_budget_s(default)
 
@@ -158,8 +166,7 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
     at its limit (`graders.sandbox.starvation.starved`) raises `WorkerStarved` instead: it is no timeout of the
     kernel's."""
     if child.status == "timeout":
-        if starved(child, limit_s):   # the worker was too busy, not the kernel slow: nothing is recorded
-            raise WorkerStarved(limit_s, child)
+        refuse_starved(child, limit_s)   # the worker was too busy, not the kernel slow: nothing is recorded
         answer = {"status": Status.TIMEOUT, "message": f"your kernel did not finish within {limit_s:g} s "
                   "(an endless loop? a __syncthreads() that not every thread reaches?)",
                   "usage": {"cpu_s": child.cpu_s, "waited_s": child.waited_s, "observed_s": child.observed_s}}
@@ -222,9 +229,15 @@ def score(assignment: str | Path, kernel_id: str, source: str, **options) -> flo
 
     Without a GPU worker for a GPU-only assignment it raises `NeedsGPUWorker`: the trusted grader then
     stops the submission instead of recording zeros."""
+    return points(kernel_id, lambda: grade_kernel(assignment, kernel_id, source, **options))
+
+
+def points(kernel_id: str, grade: Callable[[], GradeResult]) -> float:
+    """A hidden test's end, for every engine that grades as this one: ``grade()`` with warnings silenced, its result
+    published and its `report` printed, then its points, or `KernelFailed` unless it is correct."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = grade_kernel(assignment, kernel_id, source, **options)
+        result = grade()
     publish(result)
     print(report(result))
     sys.stdout.flush()

@@ -17,21 +17,19 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import math
-import sys
 import threading
-import warnings
 from pathlib import Path
 
 from graders import settings
-from graders.cuda_engine.grade import CORRECT, KernelFailed, report, result_from_child
+from graders.cuda_engine.grade import KernelFailed, child_phases, points, result_from_child
+from graders.cuda_engine.grade import _child_env as cuda_child_env
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import SpecError
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import NOT_WRITTEN, autograding_in_notebook, hidden_test
-from graders.result import GradeResult, Status, hidden_seed, publish
+from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import run_child
 from graders.triton_engine.kernel_source import TritonKernel, TritonSourceError, kernel_from_function
 from graders.triton_engine.spec import load_triton_spec, resolve_launch
@@ -45,9 +43,7 @@ CACHE_DIR = "/tmp/triton-cache"   # in the child's private /tmp
 
 
 def _child_env(interpret: bool = False) -> dict[str, str]:
-    path = os.environ.get("PYTHONPATH", "")
-    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(settings.PACKAGE_ROOT), path) if p),
-           "TRITON_CACHE_DIR": CACHE_DIR, "TRITON_HOME": "/tmp"}
+    env = cuda_child_env() | {"TRITON_CACHE_DIR": CACHE_DIR, "TRITON_HOME": "/tmp"}
     return env | ({"TRITON_INTERPRET": "1"} if interpret else {})
 
 
@@ -59,7 +55,7 @@ def grade_triton(assignment: str | Path, kernel_id: str, kernel, launch: dict | 
     spec = load_triton_spec(assignment)
     kernel_spec = spec.kernel(kernel_id)
     try:
-        chosen = resolve_launch(spec.launches[kernel_id], launch)
+        resolve_launch(spec.launches[kernel_id], launch)   # refused here, before any child, unless the spec allows it
         source = kernel_from_function(kernel)
     except (SpecError, TritonSourceError) as exc:
         score = score_kernel(kernel_spec, False, None)
@@ -75,9 +71,7 @@ def grade_triton(assignment: str | Path, kernel_id: str, kernel, launch: dict | 
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     result = result_from_child(child, spec.assignment, kernel_spec, limit, seed)
-    phases = dict(result.details.get("phases", {}))
-    phases["child_start"] = round(max(0.0, child.seconds - sum(phases.values())), 3)
-    return dataclasses.replace(result, details=result.details | {"phases": phases})
+    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
 
 
 @hidden_test(alone=True)
@@ -86,15 +80,7 @@ def score_triton(assignment: str | Path, kernel_id: str, kernel, launch: dict | 
     if isinstance(kernel, TritonKernel) and kernel.is_stub:
         print(NOT_WRITTEN)
         raise KernelFailed(f"{kernel_id}: {NOT_WRITTEN}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = grade_triton(assignment, kernel_id, kernel, launch, **options)
-    publish(result)
-    print(report(result))
-    sys.stdout.flush()
-    if result.status not in CORRECT:
-        raise KernelFailed(f"{kernel_id}: {result.failure_line()}")
-    return round(result.points, 4)
+    return points(kernel_id, lambda: grade_triton(assignment, kernel_id, kernel, launch, **options))
 
 
 _checked: dict[tuple, tuple[str, str]] = {}   # what `check` found, by kernel, source and launch (this process)
