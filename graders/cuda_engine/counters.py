@@ -34,7 +34,7 @@ from graders.cuda_engine.scoring import counter_share
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec
 from graders.gpu import NeedsGPUWorker, detect_gpu
 from graders.sandbox.run import run_child
-from graders.sandbox.starvation import WorkerStarved, starved
+from graders.sandbox.starvation import refuse_starved
 
 NSIGHT_COMPUTE_HOME = "/opt/nvidia/nsight-compute"   # one folder per version
 
@@ -124,8 +124,7 @@ def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int
     wrapper = (str(binary), "--clock-control", "none", "--metrics", ",".join(names), "--csv", "-k",
                f"regex:^{function}$")
     child = run_child(CHILD, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
-    if starved(child, TIMEOUT_S):   # the worker's fault, not the kernel's: nothing is recorded
-        raise WorkerStarved(TIMEOUT_S, child)
+    refuse_starved(child, TIMEOUT_S)
     counts = parse_csv(child.stdout, names)
     row = next((v for k, v in counts.items() if k.split("(")[0] == function), None)
     if not child.ok or row is None or set(row) != set(names):

@@ -22,7 +22,7 @@ from graders.cuda_engine.sass import find_tool
 from graders.cuda_engine.spec import Geometry, KernelSpec
 from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
-from graders.sandbox.starvation import WorkerStarved, starved
+from graders.sandbox.starvation import refuse_starved
 
 TOOLS = ("memcheck", "racecheck", "initcheck")
 CHILD = "graders.cuda_engine.launch_child"
@@ -87,8 +87,7 @@ def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_n
     wrapper = (str(tool_binary()), "--tool", tool, *watched, "--report-api-errors", "no", "--print-limit", "5",
                "--error-exitcode", "0")
     run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
-    if starved(run, TIMEOUT_S):   # the worker's fault, not the kernel's: nothing is recorded
-        raise WorkerStarved(TIMEOUT_S, run)
+    refuse_starved(run, TIMEOUT_S)
     if not run.ok or "error" in run.answer:
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({run.status}: "
                               f"{run.message or run.answer.get('error', '')}) {run.stdout[-500:]}")

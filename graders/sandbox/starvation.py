@@ -66,6 +66,13 @@ def starved(child: ChildResult, limit_s: float) -> bool:
     return child.waited_s is None or child.waited_s >= (observed - child.cpu_s) / 2
 
 
+def refuse_starved(child: ChildResult, limit_s: float) -> None:
+    """`WorkerStarved` when the worker starved ``child`` at its limit ``limit_s`` (`starved`), for a grading that is
+    not run again: the worker's fault, not the kernel's, and nothing is recorded."""
+    if starved(child, limit_s):
+        raise WorkerStarved(limit_s, child)
+
+
 def run_child_unstarved(handler: str, request: dict, *, timeout_s: float, **options) -> ChildResult:
     """`graders.sandbox.run.run_child`, run once more with `RETRY_FACTOR` x ``timeout_s`` when the worker starved
     it; `WorkerStarved` when it starved that run too. A timeout it returns is the kernel's; a second run says so
