@@ -51,7 +51,6 @@ class _Child:
         self.key = key
         self.proc = start_child(argv, write_fd, self.usage)
         self.pipes = capped_output.Pipes(self.proc, read_fd)
-        self.requests = 0
 
     def kill(self) -> None:
         _kill_group(self.proc)
@@ -93,7 +92,6 @@ class ChildSession:
             self._child = _Child(key, gpu, memory_bytes, env)
             self.started += 1
         child = self._child
-        child.requests += 1
         before = child.usage.read()   # this request's share of the child's usage: `UsageFile.since`
         pipes = child.pipes
         pipes.reset()
