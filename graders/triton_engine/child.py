@@ -35,7 +35,7 @@ import math
 from types import ModuleType
 
 from graders.cuda_engine.child import (CANARY, GUARD_ELEMENTS, Bench, Harness, Phases, TimedLaunchFailed,
-                                       _is_cuda_error, check_and_time)
+                                       _crashed, _is_cuda_error, check_and_time)
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.result import Status
@@ -294,7 +294,7 @@ def handle(request: dict) -> dict:
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
-        return result | {"status": Status.CRASHED, "message": f"CUDA error while starting CUDA: {exc}"}
+        return result | _crashed("starting CUDA", exc)
     clock.done("cuda_start")
     if request.get("mode") == "check":
         return result | checked(harness, request["source"], kernel.function, [tuple(s) for s in request["shapes"]])
