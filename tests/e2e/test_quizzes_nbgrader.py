@@ -1,9 +1,15 @@
-"""Every quiz through real ``nbgrader autograde`` in one course (the three assignments released together), one
-autograde command per quiz for its whole class: alice and bob hand in the key's answers to their own numbers,
-carol hands in alice's, stub the release untouched, and one student per known-wrong answer file; then
-``workshop export``. Each autograde's wall and CPU seconds per submission are printed; the CPU seconds (nbgrader's
-and its children's: the sandboxed notebook, the trusted grading) are held to the goal of 5 s a submission on 2
-cores, since the wall time on a shared machine also counts the waits for a CPU that other work causes."""
+"""A quiz through real ``nbgrader autograde``: its release, one autograde command for its whole class (alice and
+bob hand in the key's answers to their own numbers, carol hands in alice's, stub the release untouched, and one
+student per known-wrong answer file), then ``workshop export``. This proves the nbgrader path of every quiz: the
+student nbgrader names is the one graded, the feedback states their numbers, the gradebook and the export hold
+per-question points. The quiz is the one with the most questions, the costliest notebook to run, so that the
+autograde's wall and CPU seconds per submission (printed) meet the goal of 5 CPU seconds a submission on 2 cores
+for every quiz; the CPU seconds (nbgrader's and its children's: the sandboxed notebook, the trusted grading) are
+the measure, since the wall time on a shared machine also counts the waits for a CPU that other work causes.
+
+Every quiz's questions, key and known-wrong files are graded in-process through the same trusted path
+(tests/engines/test_quiz_engine.py): a submission through nbgrader costs about 2 s of wall time, so the other
+quizzes do not run here."""
 from __future__ import annotations
 
 import resource
@@ -25,7 +31,7 @@ from workshop import course as nbg
 from workshop.fleet.coordinator import course_config
 
 pytestmark = pytest.mark.slow
-QUIZZES = [t for t in tracks.all_tracks() if t.engine == "quiz"]
+QUIZ = max((t for t in tracks.all_tracks() if t.engine == "quiz"), key=lambda t: len(t.problem_module().QUESTIONS))
 MAX_SECONDS_PER_SUBMISSION = 5.0
 
 
@@ -40,22 +46,20 @@ def the_class(quiz: tracks.Track) -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> tuple[Path, dict[str, tuple[float, float]], pd.DataFrame]:
-    """(the course, each quiz's autograde (wall, CPU) seconds per submission, ``workshop export``'s table)."""
-    root = nbg.make_course(tmp_path_factory.mktemp("quizzes") / "course", [q.name for q in QUIZZES])
-    seconds = {}
-    for quiz in QUIZZES:
-        release = nbg.release(root, quiz.name)
-        students = the_class(quiz)
-        with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_config(root).CourseDirectory.course_id) as gb:
-            for student in students:
-                gb.update_or_create_student(student, first_name=student, last_name="Test")
-            gb.engine.dispose()
-        for student, answers in students.items():
-            submissions.write(root, student, quiz.name, submissions.fill(release, answers))
-        start, cpu = time.monotonic(), _children_cpu_s()
-        nbg.nbgrader(root, "autograde", quiz.name, "--force")
-        seconds[quiz.name] = ((time.monotonic() - start) / len(students), (_children_cpu_s() - cpu) / len(students))
+def course(tmp_path_factory) -> tuple[Path, tuple[float, float], pd.DataFrame]:
+    """(the course, the autograde's (wall, CPU) seconds per submission, ``workshop export``'s table)."""
+    root = nbg.make_course(tmp_path_factory.mktemp("quiz") / "course", [QUIZ.name])
+    release = nbg.release(root, QUIZ.name)
+    students = the_class(QUIZ)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_config(root).CourseDirectory.course_id) as gb:
+        for student in students:
+            gb.update_or_create_student(student, first_name=student, last_name="Test")
+        gb.engine.dispose()
+    for student, answers in students.items():
+        submissions.write(root, student, QUIZ.name, submissions.fill(release, answers))
+    start, cpu = time.monotonic(), _children_cpu_s()
+    nbg.nbgrader(root, "autograde", QUIZ.name, "--force")
+    seconds = ((time.monotonic() - start) / len(students), (_children_cpu_s() - cpu) / len(students))
     assert cli.main(["export", "--course", str(root), "--to", "detail.csv"]) == 0
     return root, seconds, pd.read_csv(root / "detail.csv", dtype={"student_id": str}, keep_default_na=False)
 
@@ -70,39 +74,38 @@ def _scores(root: Path, quiz: str) -> dict[str, dict[str, float]]:
     return {student: dict(zip(rows.cell, rows.score)) for student, rows in table.groupby("student")}
 
 
-@pytest.mark.parametrize("quiz", QUIZZES, ids=lambda t: t.name)
-def test_every_submission_scores_what_its_answers_are_worth_for_its_own_student(course, quiz):
+def test_every_submission_scores_what_its_answers_are_worth_for_its_own_student(course):
     root, _, _ = course
-    scores = _scores(root, quiz.name)
-    full = {f"{q.id}_score": float(q.points) for q in quiz.problem_module().QUESTIONS}
+    scores = _scores(root, QUIZ.name)
+    full = {f"{q.id}_score": float(q.points) for q in QUIZ.problem_module().QUESTIONS}
     assert scores["alice"] == scores["bob"] == full
     assert scores["stub"] == dict.fromkeys(full, 0.0)
-    differ = {f"{q.id}_score" for q in quiz.problem_module().QUESTIONS if isinstance(q, Numeric) and not
-              grade.is_right(q, grade.right_answer(quiz.name, q, "alice"), grade.right_answer(quiz.name, q, "carol"))}
+    differ = {f"{q.id}_score" for q in QUIZ.problem_module().QUESTIONS if isinstance(q, Numeric) and not
+              grade.is_right(q, grade.right_answer(QUIZ.name, q, "alice"), grade.right_answer(QUIZ.name, q, "carol"))}
     assert differ and scores["carol"] == {gid: 0.0 if gid in differ else p for gid, p in full.items()}
-    for wrong in quiz.wrong_solutions():
+    for wrong in QUIZ.wrong_solutions():
         expected = tracks.expected_points(wrong)
         got = scores[f"wrong-{wrong.stem}"]
         assert all(expected[g].matches(p) if g in expected else p == full[g] for g, p in got.items()), (wrong, got)
-    numeric = next(q for q in quiz.problem_module().QUESTIONS if isinstance(q, Numeric))
-    autograded = nbformat.read(str(root / "autograded" / "carol" / quiz.name / f"{quiz.name}.ipynb"), as_version=4)
+    numeric = next(q for q in QUIZ.problem_module().QUESTIONS if isinstance(q, Numeric))
+    autograded = nbformat.read(str(root / "autograded" / "carol" / QUIZ.name / f"{QUIZ.name}.ipynb"), as_version=4)
     cell = next(c for c in autograded.cells if is_grade(c) and c.metadata.nbgrader["grade_id"] == f"{numeric.id}_score")
-    stated = f"Graded with the numbers of student 'carol': {grade.given(quiz.name, numeric, 'carol')}"
+    stated = f"Graded with the numbers of student 'carol': {grade.given(QUIZ.name, numeric, 'carol')}"
     text = " ".join("".join(o.get("text", "") for o in cell.outputs).split())   # its long lines wrapped
     assert stated in text   # the feedback states carol's own numbers
 
 
 def test_a_quiz_submission_is_autograded_within_five_cpu_seconds(course):
-    _, seconds, _ = course
-    print("\nnbgrader autograde per submission, (wall s, CPU s):",
-          {q: (round(wall, 2), round(cpu, 2)) for q, (wall, cpu) in seconds.items()})
-    assert all(cpu <= MAX_SECONDS_PER_SUBMISSION for _, cpu in seconds.values()), seconds
+    _, (wall, cpu), _ = course
+    print(f"\nnbgrader autograde of {QUIZ.name}, per submission: {wall:.2f} s wall, {cpu:.2f} s CPU")
+    assert cpu <= MAX_SECONDS_PER_SUBMISSION, (wall, cpu)
 
 
-def test_workshop_export_holds_every_quizs_points_per_question(course):
+def test_workshop_export_holds_the_quizs_points_per_question(course):
     root, _, detail = course
-    for quiz in QUIZZES:
-        for student, points in _scores(root, quiz.name).items():
-            row = detail[(detail.assignment == quiz.name) & (detail.student_id == student)].iloc[0]
-            assert {cell: float(row[cell]) for cell in points} == points
-            assert float(row["raw_score"]) == sum(points.values())
+    scores = _scores(root, QUIZ.name)
+    assert set(scores) == set(the_class(QUIZ))
+    for student, points in scores.items():
+        row = detail[(detail.assignment == QUIZ.name) & (detail.student_id == student)].iloc[0]
+        assert {cell: float(row[cell]) for cell in points} == points
+        assert float(row["raw_score"]) == sum(points.values())

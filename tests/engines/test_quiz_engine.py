@@ -1,6 +1,10 @@
-"""The quiz engine through the trusted grader's own path (`graders.autograde._Grading` on a filled source notebook,
-the student named as nbgrader names them): the key scores full marks for each student on their own numbers, the
-stub 0, each known-wrong answer file its ``expect:`` points; answer forms; where the key is (and is not)."""
+"""Every quiz through the trusted grader's own path, in this process (`graders.autograde._Grading` on a filled
+source notebook: each graded cell's hidden call, `grade_answer`, read from the cell and made with the literal parsed
+from the submission, the student named as nbgrader names them): its notebook builds with a cell per question of the
+key, the key scores full marks for each student on their own numbers, another student's answers lose exactly the
+numeric questions whose answers differ, the stub 0, each known-wrong answer file its ``expect:`` points; answer
+forms; where the key is (and is not). tests/e2e/test_quizzes_nbgrader.py runs the same through ``nbgrader
+autograde``."""
 from __future__ import annotations
 
 import logging
@@ -43,14 +47,22 @@ def full_marks(quiz: tracks.Track) -> dict[str, float]:
     return {f"{q.id}_score": float(q.points) for q in _questions(quiz)}
 
 
+def test_every_lecture_has_its_quiz():
+    assert [q.name for q in QUIZZES] == [f"quiz_l{n}" for n in range(1, 9)]
+
+
 @by_quiz
-def test_a_quiz_has_six_to_eight_questions_of_every_kind_each_in_the_key(quiz):
+def test_a_quiz_has_six_to_ten_questions_of_every_kind_each_in_the_key_and_its_notebook(quiz):
     questions = _questions(quiz)
-    assert 6 <= len(questions) <= 8
+    assert 6 <= len(questions) <= 10
     assert {type(q) for q in questions} == {Choice, Numeric, Line}
-    assert set(grade.answer_key(quiz.name)) == {q.id for q in questions}
+    ids = {q.id for q in questions}
+    assert set(grade.answer_key(quiz.name)) == ids
     for q in questions:   # every key answer is of its question's form
         assert q.form_problem(grade.right_answer(quiz.name, q, "alice")) == ""
+    cells = [c.metadata.nbgrader for c in quiz.build_notebook().cells if "nbgrader" in c.metadata]
+    assert {c["grade_id"] for c in cells if c["solution"]} == ids
+    assert {c["grade_id"]: c["points"] for c in cells if c["grade"]} == full_marks(quiz)
 
 
 @by_quiz
