@@ -14,7 +14,7 @@ from sqlalchemy.exc import SAWarning
 
 from gradebook import database
 from graders import settings
-from graders.notebook import CUDA_LANGUAGE, CUDA_STUB
+from graders.notebook import CUDA_LANGUAGE, CUDA_STUB, EDIT_LANGUAGE, EDIT_STUB
 from graders.quiz_engine.notebook import QUIZ_LANGUAGE, QUIZ_STUB
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
@@ -54,9 +54,10 @@ c.Autograde.sanitize_preprocessors = [
 
 # A release's solution stub, by the source notebook's kernelspec language (graders/notebook.py): nbgrader's own
 # for the puzzles' Python kernels, a C++ comment for the CUDA tracks' kernel bodies, so a released kernel compiles,
-# and for a quiz a comment under its answer's ``<name> = None``.
+# for a quiz a comment under its answer's ``<name> = None``, and for a notebook whose cells start from a value the
+# student edits (the debugging track's sabotaged kernels) a comment under that value.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()", CUDA_LANGUAGE: CUDA_STUB,
-                              QUIZ_LANGUAGE: QUIZ_STUB}
+                              QUIZ_LANGUAGE: QUIZ_STUB, EDIT_LANGUAGE: EDIT_STUB}
 
 # The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
 # hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.
@@ -94,6 +95,7 @@ c.Autograde.autograde_preprocessors = [
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "gradebook.feedback.PerformanceFeedback",
+    "graders.roofline_engine.feedback.RooflineFeedback",   # the roofline track's figure and table
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # nbgrader's feedback page, its summary naming each graded cell ("Puzzle 1: Map — correct on ...", not "Test cell").

@@ -64,6 +64,7 @@ from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader, 
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.quiz_engine import grade as _quiz_grade  # noqa: F401 (same)
 from graders.result import collect
+from graders.roofline_engine import grade as _roofline_grade  # noqa: F401 (same)
 from graders.sandbox.capped_output import CappedText, shorten
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
 from graders.sandbox.session import ChildSession

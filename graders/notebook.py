@@ -20,6 +20,10 @@ SCHEMA_VERSION = 3   # nbgrader's cell metadata schema
 # The kernel is Python 3 all the same (jupyter and nbgrader start kernels by the kernelspec's name).
 CUDA_LANGUAGE = "cuda-c++"
 CUDA_STUB = f"{STUB_MARK}: write this kernel's body (the step above says what it computes)"
+# A notebook whose solution cells each begin with a value the student edits, which the release keeps (a sabotaged
+# kernel's source, an answer's ``None``): the solution region after it, the reference's value, becomes this comment.
+EDIT_LANGUAGE = "cuda-c++-edit"
+EDIT_STUB = "# YOUR EDIT: fix the kernel, or replace None with your answer, above"
 # How a CUDA track's check cells work (`graders.cuda_engine.grade.check`): one bullet of each track's introduction.
 CUDA_CHECK_CELL = """\
 * Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,

@@ -64,15 +64,17 @@ def write(course: Path, student: str, assignment: str, nb: nbformat.NotebookNode
 def cuda_answers(track: str, sources: dict[str, str] | None = None) -> dict[str, str]:
     """Solution cells for a CUDA track's notebook, by grade_id: the source notebook's own (the references,
     with nbgrader's markers removed), except that the kernels in ``sources`` (kernel id -> CUDA source) are
-    handed in instead; the cell's other lines (a student's geometry, a search space) stay."""
+    handed in instead, as the cell's last ``<id>_src`` (the one that counts where the release keeps a first one:
+    a sabotaged kernel); the cell's other lines (a student's geometry, a search space) stay."""
     path = tracks.get(track).notebook_path
     nb = nbformat.read(str(path), as_version=4)
     answers = {c.metadata.nbgrader["grade_id"]: strip_solution_markers(c.source) for c in nb.cells if is_solution(c)}
     for kid, source in (sources or {}).items():
         if kid not in answers:
             raise KeyError(f"no solution cell {kid!r} in {path.name}")
-        literal = re.compile(rf'^{kid}_src = r""".*?"""', re.DOTALL | re.MULTILINE)
-        answers[kid] = literal.sub(lambda _: f'{kid}_src = r"""\n{source.strip()}\n"""', answers[kid], count=1)
+        last = list(re.finditer(rf'^{kid}_src = r""".*?"""', answers[kid], re.DOTALL | re.MULTILINE))[-1]
+        answers[kid] = (f'{answers[kid][:last.start()]}{kid}_src = r"""\n{source.strip()}\n"""'
+                        f'{answers[kid][last.end():]}')
     return answers
 
 

@@ -127,10 +127,11 @@ def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, reque
 
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
     """``result`` after the kernel's launch under compute-sanitizer (`graders.cuda_engine.sanitizer`): a race,
-    an uninitialised read or an invalid access makes it incorrect (no points), with the tool's own line.
-    Racecheck runs only for a kernel that uses shared memory (or whose usage is unknown)."""
+    an uninitialised read, a barrier misused or an invalid access makes it incorrect (no points), with the tool's own
+    line. The tools are the spec's ``sanitizer_tools``; racecheck runs only for a kernel that uses shared memory (or
+    whose usage is unknown)."""
     usage = (result.details.get("compile", {}).get("resources") or {}).get(kernel.function) or {}
-    tools = tuple(t for t in sanitizer.TOOLS if t != "racecheck" or usage.get("shared_bytes") != 0)
+    tools = tuple(t for t in kernel.sanitizer_tools if t != "racecheck" or usage.get("shared_bytes") != 0)
     try:
         checked = sanitizer.sanitize(request, kernel, geometry, _child_env(), tools)
     except sanitizer.SanitizerFailed as exc:
@@ -298,9 +299,10 @@ def check(assignment: str | Path, kernel_id: str, source: str, **launch) -> None
         print(found.line)
 
 
-def assert_compiles(assignment: str | Path, kernel_id: str, source: str, **launch) -> None:
+def assert_compiles(assignment: str | Path, kernel_id: str, source: str, *, preview: bool = True, **launch) -> None:
     """The public part of a kernel's graded cells: `KernelFailed` unless it is written and compiles and, where the
-    CPU preview runs, unless the preview finds it wrong."""
+    CPU preview runs (not with ``preview=False``: a track whose lesson is finding the bug with the GPU's tools),
+    unless the preview finds it wrong."""
     if autograding_in_notebook():
         print(f"{kernel_id}: not checked here while autograding; the hidden tests grade it.")
         return
@@ -310,7 +312,7 @@ def assert_compiles(assignment: str | Path, kernel_id: str, source: str, **launc
         _compile(assignment, kernel_id, source, launch.get("block"), launch.get("tile"), launch.get("params"))
     except CompileError as exc:
         raise KernelFailed(f"{kernel_id}: {exc}") from None
-    found = _preview(assignment, kernel_id, source, launch)
+    found = _preview(assignment, kernel_id, source, launch) if preview else None
     if found and found.verdict == "wrong":
         raise KernelFailed(f"{kernel_id}: {found.failure}")
     print(f"✓ {kernel_id} compiles; correctness and speed are checked on the GPU worker.")

@@ -1,10 +1,15 @@
 """compute-sanitizer as a grader: a CUDA kernel that races in shared memory, reads memory it never wrote, or
 accesses memory outside its buffers loses its correctness points, with the sanitizer's own line.
 
-`sanitize` launches the kernel once under each tool (``memcheck``, ``racecheck``, ``initcheck``), each in its own
-sandboxed child (`graders.cuda_engine.launch_child`) wrapped in compute-sanitizer (`run_tool`); `findings` reads
-its report. The launch is at `sanitize_shape`: a small
-check shape of the kernel (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
+`sanitize` launches the kernel once under each tool (``memcheck``, ``racecheck``, ``initcheck`` by default; a spec's
+``sanitizer_tools`` may add ``synccheck`` or leave some out), each in its own sandboxed child
+(`graders.cuda_engine.launch_child`) wrapped in compute-sanitizer (`run_tool`); `findings` reads its report. The
+launch is at `sanitize_shape`: the spec's ``sanitize_shape``, else `public_shape`, a small check shape of the kernel
+(the tools slow a kernel down by orders of magnitude) that still spans two blocks.
+
+`check` is a kernel's check cell where the track has one of this kind (the debugging track): on a GPU it runs
+the kernel under the same tools, sandboxed the same way, at `public_shape`, and prints each tool's finding;
+without a GPU it says so.
 
 On a GPU worker compute-sanitizer is required (found by `graders.cuda_engine.sass.find_tool`:
 ``WORKSHOP_COMPUTE_SANITIZER``, else ``PATH``, else the CUDA toolkit); without it grading stops with
@@ -19,12 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from graders.cuda_engine.problems import Shape, problem
 from graders.cuda_engine.sass import find_tool
-from graders.cuda_engine.spec import Geometry, KernelSpec
+from graders.cuda_engine.spec import DEFAULT_SANITIZER_TOOLS, Geometry, KernelSpec
 from graders.gpu import NeedsGPUWorker
 from graders.sandbox.run import run_child
 from graders.sandbox.starvation import refuse_starved
 
-TOOLS = ("memcheck", "racecheck", "initcheck")
+TOOLS = DEFAULT_SANITIZER_TOOLS
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
 _ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)
@@ -38,6 +43,11 @@ class SanitizerMissing(NeedsGPUWorker):
 
 
 def sanitize_shape(kernel: KernelSpec, geometry: Geometry) -> Shape:
+    """Where the grader runs the tools: the spec's ``sanitize_shape``, else `public_shape`."""
+    return kernel.sanitize_shape or public_shape(kernel, geometry)
+
+
+def public_shape(kernel: KernelSpec, geometry: Geometry) -> Shape:
     """The smallest check shape whose grid has two blocks or more (else the largest check shape)."""
     definition = problem(kernel.kind)
     shapes = sorted(kernel.check_shapes, key=math.prod)
@@ -95,15 +105,15 @@ def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_n
 
 
 def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[str, str],
-             tools=TOOLS) -> dict:
-    """Run the kernel of ``request`` (the grading child's request) once under each tool at `sanitize_shape`, the
-    tools' children side by side (nothing is timed after the grading child).
+             tools=TOOLS, shape: Shape | None = None) -> dict:
+    """Run the kernel of ``request`` (the grading child's request) once under each tool at ``shape`` (default:
+    `sanitize_shape`), the tools' children side by side (nothing is timed after the grading child).
 
     ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding (in ``tools``' order) or '',
     "seconds": {tool: its run's wall seconds}}``.
     Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when a tool's run does not finish."""
     tool_binary()
-    shape = sanitize_shape(kernel, geometry)
+    shape = shape or sanitize_shape(kernel, geometry)
     launch = request | {"shape": list(shape)}
     def timed(tool: str) -> tuple[str, float]:
         started = time.monotonic()
@@ -115,3 +125,38 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
     found = {tool: finding for tool, (finding, _) in runs.items()}
     return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), ""),
             "seconds": {tool: seconds for tool, (_, seconds) in runs.items()}}
+
+
+def check(assignment: str, kernel_id: str, source: str) -> None:
+    """A kernel's check cell where it is the sanitizer's: the kernel compiled as the grader compiles it (its
+    resources, or the compiler's messages), then on a GPU each of the spec's tools run on it at `public_shape`,
+    sandboxed as grading runs them, one line each; without a GPU, that they run on a GPU machine only. No CPU
+    preview: the bugs this check is for are the ones a run shows. Never raises."""
+    from graders.cuda_engine import grade   # grade imports this module
+    from graders.cuda_engine.compile import CompileError
+    from graders.cuda_engine.spec import load_spec
+    from graders.gpu import detect_gpu
+    from graders.result import hidden_seed
+    from graders.sandbox.starvation import WorkerStarved
+
+    try:
+        grade.check_compiles(assignment, kernel_id, source)
+    except CompileError as exc:
+        print(f"✗ {kernel_id}: {exc}")
+        return
+    spec = load_spec(assignment)
+    kernel = spec.kernel(kernel_id)
+    if detect_gpu() is None:
+        print(f"? {kernel_id}: no GPU here, so compute-sanitizer cannot run; your feedback shows what the grader's "
+              f"tools ({', '.join(kernel.sanitizer_tools)}) found on the GPU worker")
+        return
+    shape = public_shape(kernel, kernel.geometry)
+    request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source, "seed": hidden_seed()}
+    try:
+        checked = sanitize(request, kernel, kernel.geometry, grade._child_env(), kernel.sanitizer_tools, shape)
+    except (SanitizerMissing, SanitizerFailed, WorkerStarved) as exc:
+        print(f"? {kernel_id}: the sanitizer did not finish: {exc}")
+        return
+    label = "x".join(map(str, shape))
+    for tool, finding in checked["tools"].items():
+        print(f"✗ {finding}" if finding else f"✓ compute-sanitizer --tool {tool}: no error at shape {label}")

@@ -21,6 +21,11 @@ relative_to = "tiled", at_most = 0.05 }`` earns all its speed points when its co
 times the count of the ``relative_to`` kernel's reference, none at the reference's count or above it, and in
 between a share on a log scale (`graders.cuda_engine.scoring.counter_share`: 7.7x fewer where the rule asks 20x
 earns 0.68 of them); both counts by Nsight Compute (`graders.cuda_engine.counters`).
+
+compute-sanitizer (`graders.cuda_engine.sanitizer`) checks a correct kernel with the tools of ``sanitizer_tools``
+(a list of ``memcheck``, ``racecheck``, ``initcheck``, ``synccheck``; default: the first three; inherited like the
+geometry), once each at ``sanitize_shape`` (a shape of the kernel's kind; default: its smallest check shape of two
+blocks or more, `graders.cuda_engine.sanitizer.sanitize_shape`), for a bug that shows only at some shapes.
 """
 from __future__ import annotations
 
@@ -37,8 +42,10 @@ MAX_THREADS = 1024
 
 _ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets", "measured_in"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
-              "points_perf", "student_geometry", "params"}
-_KERNEL_KEYS = {"id", "function", "kind", "reference", "counter"} | _INHERITED
+              "points_perf", "student_geometry", "params", "sanitizer_tools"}
+_KERNEL_KEYS = {"id", "function", "kind", "reference", "counter", "sanitize_shape"} | _INHERITED
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")   # compute-sanitizer's tools
+DEFAULT_SANITIZER_TOOLS = SANITIZER_TOOLS[:3]
 _COUNTER_KEYS = {"metric", "relative_to", "at_most"}
 
 
@@ -89,6 +96,8 @@ class KernelSpec:
     target: float
     reference: Path | None
     counter: CounterRule | None = None
+    sanitizer_tools: tuple[str, ...] = DEFAULT_SANITIZER_TOOLS
+    sanitize_shape: tuple[int, ...] | None = None   # None: `graders.cuda_engine.sanitizer.sanitize_shape` picks
 
     @property
     def points(self) -> float:
@@ -206,7 +215,19 @@ def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
         target=float(target),
         reference=(path.parent / _typed(raw, "reference", str, where)).resolve() if reference is not None else None,
         counter=_counter(raw["counter"], f"{where} counter") if "counter" in raw else None,
+        sanitizer_tools=_tools(raw.get("sanitizer_tools", list(DEFAULT_SANITIZER_TOOLS)), where),
+        sanitize_shape=_shape(raw["sanitize_shape"], rank, f"{where} sanitize_shape")
+        if "sanitize_shape" in raw else None,
     )
+
+
+def _tools(value, where: str) -> tuple[str, ...]:
+    """A list of compute-sanitizer tools, each once, in `SANITIZER_TOOLS`' order."""
+    if (not isinstance(value, list) or not all(isinstance(t, str) for t in value)
+            or set(value) - set(SANITIZER_TOOLS) or len(set(value)) != len(value)):
+        raise SpecError(f"{where}: sanitizer_tools must be a list of distinct tools among {list(SANITIZER_TOOLS)}, "
+                        f"got {value!r}")
+    return tuple(t for t in SANITIZER_TOOLS if t in value)
 
 
 def _counter(raw, where: str) -> CounterRule:
