@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
-from nbgrader.api import Gradebook
 from nbgrader.utils import is_grade
+from nbgrader_course import CourseCopy
 
 from gradebook.summary import cell_scores
 from graders import tracks
@@ -28,7 +28,6 @@ from graders.quiz_engine import grade
 from graders.quiz_engine.questions import Numeric
 from workshop import cli, submissions
 from workshop import course as nbg
-from workshop.fleet.coordinator import course_config
 
 pytestmark = pytest.mark.slow
 QUIZ = max((t for t in tracks.all_tracks() if t.engine == "quiz"), key=lambda t: len(t.problem_module().QUESTIONS))
@@ -46,22 +45,18 @@ def the_class(quiz: tracks.Track) -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> tuple[Path, tuple[float, float], pd.DataFrame]:
+def course(released, tmp_path_factory) -> tuple[Path, tuple[float, float], pd.DataFrame]:
     """(the course, the autograde's (wall, CPU) seconds per submission, ``workshop export``'s table)."""
-    root = nbg.make_course(tmp_path_factory.mktemp("quiz") / "course", [QUIZ.name])
-    release = nbg.release(root, QUIZ.name)
+    course = CourseCopy(released[QUIZ.name], tmp_path_factory.mktemp("quiz") / "course", QUIZ.name)
     students = the_class(QUIZ)
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", course_config(root).CourseDirectory.course_id) as gb:
-        for student in students:
-            gb.update_or_create_student(student, first_name=student, last_name="Test")
-        gb.engine.dispose()
     for student, answers in students.items():
-        submissions.write(root, student, QUIZ.name, submissions.fill(release, answers))
+        course.submit(student, answers)
     start, cpu = time.monotonic(), _children_cpu_s()
-    nbg.nbgrader(root, "autograde", QUIZ.name, "--force")
+    nbg.nbgrader(course.root, "autograde", QUIZ.name, "--force")
     seconds = ((time.monotonic() - start) / len(students), (_children_cpu_s() - cpu) / len(students))
-    assert cli.main(["export", "--course", str(root), "--to", "detail.csv"]) == 0
-    return root, seconds, pd.read_csv(root / "detail.csv", dtype={"student_id": str}, keep_default_na=False)
+    assert cli.main(["export", "--course", str(course.root), "--to", "detail.csv"]) == 0
+    return course.root, seconds, pd.read_csv(course.root / "detail.csv", dtype={"student_id": str},
+                                             keep_default_na=False)
 
 
 def _children_cpu_s() -> float:
