@@ -67,7 +67,7 @@ from graders.result import collect
 from graders.roofline_engine import grade as _roofline_grade  # noqa: F401 (same)
 from graders.sandbox.capped_output import CappedText, shorten
 from graders.sandbox.run import Confinement, SandboxUnavailable, sandbox_argv
-from graders.sandbox.session import ChildSession
+from graders.sandbox.session import ChildSession, SessionPool
 from graders.sandbox.starvation import WorkerStarved
 from graders.submission import (MAX_NOTEBOOK_BYTES, HiddenCall, Submission, SubmissionError, file_problem,
                                 hidden_call, notebook_problem)
@@ -274,7 +274,9 @@ class _Grading:
     """The hidden tests of one submission, graded in a background thread while its notebook runs.
 
     Tests run ``workers`` at a time (each grades in sandboxed children; the tests of one kernel share a
-    child, and one of them waits for the other), except those that time kernels
+    child, and one of them waits for the other; the requests of a handler that runs student Python, the
+    puzzles' on the simulator, are each answered by a fork of a child the thread holds,
+    `graders.sandbox.session.SessionPool`), except those that time kernels
     (`graders.hidden_tests.RUN_ALONE`): they run one by one once the others and the notebook are done, so
     that nothing else runs on the worker while they measure, in one `graders.sandbox.session.ChildSession`
     (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces)."""
@@ -298,8 +300,11 @@ class _Grading:
         alone = [g for g, (name, _) in self.calls.items() if name in RUN_ALONE]
         together = [g for g in self.calls if g not in alone]
         try:
-            with ThreadPoolExecutor(max(1, self.workers)) as pool:
-                self.outputs.update(zip(together, pool.map(self._grade, together)))
+            with SessionPool() as sessions, ThreadPoolExecutor(max(1, self.workers)) as pool:
+                self.outputs.update(zip(together, pool.map(lambda g: self._grade(g, sessions), together)))
+            if sessions.started:
+                self.log.info("The untimed hidden tests ran in %d grading child(ren), a fork of one for each "
+                              "request", sessions.started)
             if alone:
                 self.notebook_done.wait()
                 self.log.info("%d timed hidden tests begin %.1f s into the grading (the notebook has run)",
@@ -329,7 +334,11 @@ class _Grading:
         if self.failure is not None:
             raise self.failure
 
-    def _grade(self, grade_id: str) -> list[NotebookNode]:
+    def _grade(self, grade_id: str, sessions: SessionPool | None = None) -> list[NotebookNode]:
+        """The outputs of test ``grade_id``; ``sessions``: its requests answered by forks go to one of them."""
+        if sessions is not None:
+            with sessions.lease():
+                return self._grade(grade_id)
         if time.monotonic() >= self.deadline:   # `finish` has given up on it: nothing new starts
             return self._late()
         out = self.stdout.local.buffer = CappedText(MAX_REPORT_CHARS)

@@ -6,7 +6,10 @@ autograde`` the trusted grader calls them with the kernel parsed from the submit
 Every message names the puzzle by its title, as the notebook's heading does.
 
 Each call sends the kernel's source to a fresh child process (see `graders.sandbox.run`) with a wall-clock
-limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. A child the worker was too busy
+limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. On the simulator, during
+`nbgrader autograde` (a `graders.sandbox.session.SessionPool`), that process is a fork of a child that has
+imported numba and the grader once and never runs a kernel itself, so each puzzle still starts from an
+untouched process, without paying for the imports again. A child the worker was too busy
 to run (`graders.sandbox.starvation`) runs again with a longer limit, and when it is starved again grading stops
 with `WorkerStarved`: a busy worker is never the kernel's timeout. A failed hidden test
 raises `PuzzleFailed` with a message the student can act on; nbgrader scores the cell 0. A passed one
@@ -157,7 +160,7 @@ def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
     child = run_child_unstarved(
         "graders.numba_engine.child", request, timeout_s=timeout_s(),
         memory_bytes=SIM_MEMORY_BYTES if on == "sim" else None,
-        env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"}, gpu=on == "gpu",
+        env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"}, gpu=on == "gpu", forked=on == "sim",
     )
     rerun = {"rerun": child.rerun} if child.rerun else {}   # the run that gave this result was a second one
     if child.ok and "error" not in child.answer:

@@ -222,6 +222,7 @@ def run_child(
     env: dict[str, str] | None = None,
     wrapper: tuple[str, ...] = (),
     reusable: bool = False,
+    forked: bool = False,
 ) -> ChildResult:
     """Run ``handler`` (a module path with a ``handle`` function) on ``request`` in a fresh sandbox.
 
@@ -235,16 +236,19 @@ def run_child(
 
     ``reusable`` (a handler that may serve several requests, see `graders.sandbox.child`): inside a
     `graders.sandbox.session.ChildSession` of this thread, the session's child answers, with the same caps and
-    limit; elsewhere a fresh child, as always.
+    limit; elsewhere a fresh child, as always. ``forked`` (a handler whose requests may each run student code
+    that must not reach the next): in a session, a fork of the session's child answers, a process as fresh as
+    a new child's but without its start-up (`graders.sandbox.child`'s ``--fork-serve``).
 
     What comes back is capped (`graders.sandbox.capped_output`): the last 4 KiB of stdout and of stderr (a line
     before them says how many bytes were dropped), an answer of at most 1 MiB (a larger one is a crash that
     says so); a child still writing at its deadline is killed all the same.
     """
     from graders.sandbox import session   # it builds on this module
-    serving = session.current() if reusable and not wrapper else None
+    serving = session.current(forked) if (reusable or forked) and not wrapper else None
     if serving is not None:
-        return serving.run(handler, request, timeout_s=timeout_s, memory_bytes=memory_bytes, gpu=gpu, env=env)
+        return serving.run(handler, request, timeout_s=timeout_s, memory_bytes=memory_bytes, gpu=gpu, env=env,
+                           forked=forked)
     read_fd, write_fd = os.pipe()
     usage = UsageFile()
     try:

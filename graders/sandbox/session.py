@@ -15,6 +15,7 @@ ever share a process.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,25 +24,30 @@ import threading
 import time
 
 from graders.sandbox import capped_output
-from graders.sandbox.run import ChildResult, UsageFile, _kill_group, child_argv, child_result, start_child
+from graders.sandbox.run import (ChildResult, UsageFile, _kill_group, child_argv, child_result, sandbox_enabled,
+                                 start_child)
 
 _local = threading.local()
 EXIT_WAIT_S = 10.0   # for a child that said it serves no more to exit by itself
+SANDBOX_SCRATCH = ("/tmp", "/dev/shm")   # a sandbox's private writable folders, emptied after a forked request
 
 
-def current() -> ChildSession | None:
-    """The session this thread grades in, or None."""
-    return getattr(_local, "session", None)
+def current(forked: bool = False) -> ChildSession | None:
+    """The session this thread grades in, or None; ``forked``: for a request answered by a fork."""
+    session = getattr(_local, "session", None)
+    return session if session is not None and session.serves(forked) else None
 
 
 class _Child:
     """A serving child: its process, its pipes and the caps it was started with."""
 
-    def __init__(self, key: tuple, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None):
+    def __init__(self, key: tuple, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None, forked: bool):
         read_fd, write_fd = os.pipe()
         self.usage = UsageFile()
+        mode = ["--fork-serve", str(write_fd), *(SANDBOX_SCRATCH if sandbox_enabled() else ())] if forked else \
+            ["--serve", str(write_fd)]
         try:
-            argv = child_argv([sys.executable, "-m", "graders.sandbox.child", "--serve", str(write_fd)],
+            argv = child_argv([sys.executable, "-m", "graders.sandbox.child", *mode],
                               gpu=gpu, memory_bytes=memory_bytes, env=env, usage=self.usage)
         except BaseException:
             os.close(read_fd)
@@ -60,15 +66,17 @@ class _Child:
 
 
 class ChildSession:
-    """The grading child of one submission's requests in this thread (see the module's docstring)."""
+    """The grading child of one submission's requests in this thread (see the module's docstring).
+    ``forked_only``: it serves only requests answered by forks (`SessionPool`)."""
 
-    def __init__(self):
+    def __init__(self, forked_only: bool = False):
         self._child: _Child | None = None
         self._outer: ChildSession | None = None
+        self.forked_only = forked_only
         self.started = 0    # children started, for the grading's record
 
     def __enter__(self) -> ChildSession:
-        self._outer, _local.session = current(), self
+        self._outer, _local.session = getattr(_local, "session", None), self
         return self
 
     def __exit__(self, *exc) -> None:
@@ -80,16 +88,20 @@ class ChildSession:
             self._child.kill()
             self._child = None
 
+    def serves(self, forked: bool) -> bool:
+        return forked or not self.forked_only
+
     def run(self, handler: str, request: dict, *, timeout_s: float, memory_bytes: int | None = None,
-            gpu: bool = False, env: dict[str, str] | None = None) -> ChildResult:
+            gpu: bool = False, env: dict[str, str] | None = None, forked: bool = False) -> ChildResult:
         """`graders.sandbox.run.run_child`'s result for ``handler`` on ``request``, answered by the session's
-        child (started here when there is none fit to answer)."""
-        key = (gpu, memory_bytes, tuple(sorted((env or {}).items())))
+        child (started here when there is none fit to answer); ``forked``: by a fork of it
+        (`graders.sandbox.child`'s ``--fork-serve``)."""
+        key = (gpu, memory_bytes, tuple(sorted((env or {}).items())), forked)
         start = time.monotonic()
         if self._child is not None and (self._child.key != key or self._child.proc.poll() is not None):
             self.close()
         if self._child is None:
-            self._child = _Child(key, gpu, memory_bytes, env)
+            self._child = _Child(key, gpu, memory_bytes, env, forked)
             self.started += 1
         child = self._child
         before = child.usage.read()   # this request's share of the child's usage: `UsageFile.since`
@@ -112,16 +124,11 @@ class ChildSession:
             return child_result(got, None if timed_out else child.proc.returncode, timeout_s,
                                 time.monotonic() - start, used)
         line, _, _ = bytes(pipes.answer).partition(b"\n")
-        try:
-            message = json.loads(line)
-            answer, again = message["answer"], message["again"] is True
-        except (ValueError, KeyError, TypeError):
-            answer, again = None, False
+        raw, returncode, over, again = _reply(line)
         if not again:
             self._retire(child)
-        raw = json.dumps(answer).encode() if answer is not None else b"{"   # garbled: reported as such
-        got = capped_output.Exchange(pipes.stdout, pipes.stderr, raw, False, False)
-        return child_result(got, None, timeout_s, time.monotonic() - start, used)
+        got = capped_output.Exchange(pipes.stdout, pipes.stderr, raw, over, False)
+        return child_result(got, returncode, timeout_s, time.monotonic() - start, used)
 
     def _retire(self, child: _Child) -> None:
         """The child serves no more: let it exit (it does so by itself), and kill what is left of it."""
@@ -131,3 +138,55 @@ class ChildSession:
             pass
         child.kill()
         self._child = None
+
+
+def _reply(line: bytes) -> tuple[bytes, int | None, bool, bool]:
+    """(the answer's JSON text, the exit status of the fork that answered (None: the serving process itself
+    answered), whether the answer was over its cap, whether the child serves again) of a serving child's line."""
+    try:
+        message = json.loads(line)
+        again = message["again"] is True
+        if "raw" in message:   # ``--fork-serve``
+            return message["raw"].encode(), int(message["exit"]), message["over"] is True, again
+        return (json.dumps(message["answer"]).encode() if message["answer"] is not None else b"{"), None, False, \
+            again
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return b"{", None, False, False   # garbled: reported as such
+
+
+class SessionPool:
+    """Sessions for threads that grade one submission side by side (`graders.autograde`'s untimed tests): each
+    `lease` lends the calling thread a session no other thread holds, for requests answered by forks only
+    (``forked_only``); the pool's end closes them all."""
+
+    def __init__(self):
+        self._free: list[ChildSession] = []
+        self._all: list[ChildSession] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> SessionPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            for held in self._all:
+                held.close()
+
+    @contextlib.contextmanager
+    def lease(self):
+        with self._lock:
+            if not self._free:
+                self._all.append(ChildSession(forked_only=True))
+                self._free.append(self._all[-1])
+            held = self._free.pop()
+        outer, _local.session = getattr(_local, "session", None), held
+        try:
+            yield held
+        finally:
+            _local.session = outer
+            with self._lock:
+                self._free.append(held)
+
+    @property
+    def started(self) -> int:
+        return sum(held.started for held in self._all)

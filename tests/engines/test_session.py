@@ -3,13 +3,14 @@ each with a fresh child's limit and caps, and a fresh process follows any reques
 from __future__ import annotations
 
 import time
+import uuid
 
 from nbformat.v4 import new_code_cell, new_notebook
 
 from graders import autograde, hidden_tests
 from graders.sandbox import capped_output
 from graders.sandbox.run import run_child
-from graders.sandbox.session import ChildSession, current
+from graders.sandbox.session import ChildSession, SessionPool, current
 from graders.submission import Submission
 from tests.processes import processes_with
 
@@ -36,7 +37,7 @@ def test_a_request_that_leaves_the_process_unfit_is_followed_by_a_fresh_one(fake
     with ChildSession() as session:
         assert ask(fake_env).answer["served"] == 1
         unfit = ask(fake_env, fit=False)
-        assert unfit.ok and unfit.answer == {"served": 2, "fit": False, "pad": ""}
+        assert unfit.ok and unfit.answer["served"] == 2 and unfit.answer["fit"] is False
         assert ask(fake_env).answer["served"] == 1 and session.started == 2
 
 
@@ -76,10 +77,15 @@ def test_the_sessions_end_leaves_no_process(fake_env):
     with ChildSession():
         ask(fake_env)
         assert processes_with(marker)
-    deadline = time.monotonic() + 5    # the sandbox dies with its supervisor, a moment after it
+    assert _gone(marker)
+
+
+def _gone(marker: str) -> bool:
+    """No process carries ``marker`` within 5 s (a sandbox dies with its supervisor, a moment after it)."""
+    deadline = time.monotonic() + 5
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not processes_with(marker)
+    return not processes_with(marker)
 
 
 def test_an_answer_over_its_cap_is_a_crash_and_ends_the_process(fake_env, monkeypatch):
@@ -102,21 +108,76 @@ class _Log:
         return lambda text, *args: self.lines.append(text % args)
 
 
-def test_autograde_grades_a_submissions_timed_tests_in_one_child_and_the_others_in_fresh_ones(fake_env, monkeypatch):
-    """The trusted grader's timed tests (RUN_ALONE) share the submission's child; the others run in fresh ones."""
-    served = {}
+def test_autograde_grades_a_submissions_timed_tests_in_one_child_the_forked_in_pooled_ones_the_others_fresh(
+        fake_env, monkeypatch):
+    """The trusted grader's timed tests (RUN_ALONE) share the submission's child; the untimed ones whose
+    requests are forked go to a child per grading thread (two here), each request a fork; the others run in
+    fresh children."""
+    served, parents = {}, {}
 
     def timed(name):
         served[name] = ask(fake_env).answer["served"]
+
+    def forked(name):
+        answer = fork(fake_env).answer
+        served[name], parents[name] = answer["served"], answer["imported_by"]
 
     monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", timed)
     monkeypatch.setattr(hidden_tests, "RUN_ALONE", hidden_tests.RUN_ALONE | {"timed"})
     monkeypatch.setattr(autograde, "RUN_ALONE", hidden_tests.RUN_ALONE)
     monkeypatch.setitem(autograde.HIDDEN_TESTS, "untimed", timed)
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "forked", forked)
     cells = [new_code_cell(f"{test}('{test}{i}')", metadata={"nbgrader": {"grade_id": f"{test}{i}"}})
-             for test in ("timed", "untimed") for i in range(3)]
+             for test in ("timed", "untimed", "forked") for i in range(3 if test != "forked" else 6)]
     log = _Log()
     grading = autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=120)
     grading.finish()
-    assert served == {"timed0": 1, "timed1": 2, "timed2": 3, "untimed0": 1, "untimed1": 1, "untimed2": 1}
+    assert served == {"timed0": 1, "timed1": 2, "timed2": 3, "untimed0": 1, "untimed1": 1, "untimed2": 1, 
+                      **{f"forked{i}": 1 for i in range(6)}}
     assert "The timed hidden tests ran in 1 grading child(ren)" in log.lines
+    children = len(set(parents.values()))
+    assert 1 <= children <= 2 and any(f"untimed hidden tests ran in {children} grading child(ren)" in line
+                                      for line in log.lines), log.lines
+
+
+def fork(env, **request):
+    return run_child(SERVED, request, timeout_s=30, env=env, forked=True)
+
+
+def test_forked_requests_each_start_from_the_untouched_serving_process(fake_env):
+    with ChildSession() as session:
+        answers = [fork(fake_env).answer for _ in range(3)]
+        assert [a["served"] for a in answers] == [1, 1, 1]   # what one request changed is gone for the next
+        assert len({a["pid"] for a in answers}) == 3 and len({a["imported_by"] for a in answers}) == 1
+        assert session.started == 1
+        assert ask(fake_env).answer["served"] == 1 and session.started == 2   # not a fork: a child of its own
+
+
+def test_a_forked_request_leaves_no_file_or_process_to_the_next(fake_env):
+    marker = f"kw-left-{uuid.uuid4().hex[:12]}"
+    with ChildSession() as session:
+        first = fork(fake_env, leave=marker)
+        assert first.ok and first.answer["scratch"].count(marker) == 2    # in /tmp and /dev/shm
+        assert not processes_with(marker)    # killed before the answer came back
+        assert marker not in fork(fake_env).answer["scratch"] and session.started == 1
+
+
+def test_a_forked_request_that_dies_or_answers_too_much_is_a_crash_and_the_child_serves_on(fake_env):
+    with ChildSession() as session:
+        died = fork(fake_env, exit=3)
+        assert died.status == "crashed" and "exited with status 3" in died.message
+        big = fork(fake_env, pad="y" * capped_output.ANSWER_BYTES)
+        assert big.status == "crashed" and f"larger than {capped_output.ANSWER_BYTES} bytes" in big.message
+        assert fork(fake_env).ok and session.started == 1
+        late = run_child(SERVED, {"sleep_s": 60}, timeout_s=2, env=fake_env, forked=True)
+        assert late.status == "timeout" and fork(fake_env).ok and session.started == 2
+
+
+def test_only_forked_requests_go_to_a_pools_sessions(fake_env):
+    with SessionPool() as pool:
+        with pool.lease() as held:
+            assert current() is None and current(forked=True) is held
+            assert ask(fake_env).answer["served"] == ask(fake_env).answer["served"] == 1    # fresh children
+            assert fork(fake_env).ok and fork(fake_env).ok and held.started == 1
+        assert current(forked=True) is None
+    assert _gone("--fork-serve")
