@@ -27,10 +27,23 @@ QUESTIONS = [
             "(10^9 FLOP).",
             lambda r: {"m": r.choice(SIZES), "n": r.choice(SIZES), "k": r.choice(SIZES)},
             given="M = {m}, N = {n}, K = {k}", unit="GFLOP", rel_tol=0.01),
-    Numeric("naive_gb", "Kernel 1 (the code of question 5): one thread per element of C, each reading its row of A "
-            "and its column of B. The bytes it reads from global memory for your M, N and K, in GB.",
+    Choice("naive_a_access", "In `sgemm_naive` below, consecutive threads of a warp have consecutive `threadIdx.x`, "
+           "so consecutive `row`. At one step `k`, how does a warp read `A[row * K + k]`?\n\n```\n" + NAIVE + "\n```",
+           {"a": "coalesced: the 32 threads read 32 consecutive floats",
+            "b": "a broadcast: all 32 threads read the same float",
+            "c": "strided: the threads' addresses are K floats apart, one 32-byte sector per thread",
+            "d": "from shared memory, which the compiler fills"}),
+    Numeric("naive_gb", "Kernel 1 (`sgemm_naive` of question 2): one thread per element of C, each reading its "
+            "row of A and its column of B. The bytes it reads from global memory for your M, N and K, in GB.",
             lambda r: {"m": r.choice(SIZES), "n": r.choice(SIZES), "k": r.choice(SIZES)},
             given="M = {m}, N = {n}, K = {k}", unit="GB", rel_tol=0.01),
+    Choice("coalescing_fix", "Kernel 2 (*Global memory coalescing*) changes only how a thread's index maps to C. "
+           "What does the change achieve?",
+           {"a": "consecutive threads of a warp take consecutive columns of C, so the warp's reads of B and writes "
+                 "of C are to consecutive addresses, and its reads of A are to one address (a broadcast)",
+            "b": "each thread computes several elements of C, so it reuses values in registers",
+            "c": "the tiles of A and B are cached in shared memory",
+            "d": "the matrices are read with 128-bit (float4) loads"}),
     Numeric("tiled_gb", "Kernel 3 (shared-memory tiling) on square N x N matrices: each block computes a T x T tile "
             "of C, and for every step along K loads a T x T tile of A and one of B from global memory into shared "
             "memory. The bytes it reads from global memory, in GB.",
@@ -42,19 +55,6 @@ QUESTIONS = [
             lambda r: {"bm": r.choice([32, 64, 128, 256]), "bn": r.choice([32, 64, 128, 256]),
                        "bk": r.choice([8, 16, 32])},
             given="BM = {bm}, BN = {bn}, BK = {bk}", unit="FLOP/byte", rel_tol=0.01),
-    Choice("naive_a_access", "In `sgemm_naive` below, consecutive threads of a warp have consecutive `threadIdx.x`, "
-           "so consecutive `row`. At one step `k`, how does a warp read `A[row * K + k]`?\n\n```\n" + NAIVE + "\n```",
-           {"a": "coalesced: the 32 threads read 32 consecutive floats",
-            "b": "a broadcast: all 32 threads read the same float",
-            "c": "strided: the threads' addresses are K floats apart, one 32-byte sector per thread",
-            "d": "from shared memory, which the compiler fills"}),
-    Choice("coalescing_fix", "Kernel 2 (*Global memory coalescing*) changes only how a thread's index maps to C. "
-           "What does the change achieve?",
-           {"a": "consecutive threads of a warp take consecutive columns of C, so the warp's reads of B and writes "
-                 "of C are to consecutive addresses, and its reads of A are to one address (a broadcast)",
-            "b": "each thread computes several elements of C, so it reuses values in registers",
-            "c": "the tiles of A and B are cached in shared memory",
-            "d": "the matrices are read with 128-bit (float4) loads"}),
     Line("race", "A shared-memory tiled kernel (blocks of 32 x 32 threads, `tx = threadIdx.x`, `ty = threadIdx.y`, "
          "M, N, K multiples of 32). Which line reads shared memory that other threads of the block may not have "
          "written yet?",

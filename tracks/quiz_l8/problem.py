@@ -51,7 +51,8 @@ QUESTIONS = [
             lambda r: dict(zip(("layers", "heads", "d"), r.choice(MODELS)),
                            tokens=r.choice([4096, 8192, 32768, 131072]), batch=r.choice([1, 8, 32]),
                            dtype=r.choice(list(BYTES))),
-            given="{layers} layers, {heads} KV heads of dimension {d}; {batch} sequences of {tokens} tokens; {dtype}",
+            given="{layers} layers, {heads} KV heads of dimension {d}; a batch of {batch}, {tokens} tokens each; "
+                  "{dtype}",
             unit="GiB", rel_tol=0.01),
     Numeric("decode_intensity", "Decoding one token of one sequence: for one KV head, G query heads (grouped-query "
             "attention) each compute their scores against all L cached keys and their output from all L cached "
