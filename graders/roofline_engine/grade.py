@@ -91,11 +91,12 @@ def worker_measurement(assignment: str) -> dict:
     again), `graders.sandbox.starvation.WorkerStarved` when the worker starved it."""
     with _measuring:
         if assignment not in _measured:
-            _measured[assignment] = _measure(assignment)
+            _measured[assignment] = measure(assignment)
         return _measured[assignment]
 
 
-def _measure(assignment: str) -> dict:
+def measure(assignment: str) -> dict:
+    """One measurement of every operation of ``assignment``, by a fresh grading child (see `worker_measurement`)."""
     top = tracks.get(assignment).assignment
     budget = settings.perf_budget_s(float(top["budget_s"]))
     limit = budget + STARTUP_S

@@ -174,10 +174,10 @@ def shows(op: Operation, g: Graded, w: Worker) -> str:
 def report(op: Operation, g: Graded, w: Worker, rules: Rules) -> str:
     """The lines the student reads under the graded cell."""
     p, a = g.parts, g.answer
+    way = "over" if a["time_us"] * 1e-6 > g.measured_s else "under"
     lines = [f"{op.id}: {g.points:g} / {g.max_points:g} points",
              f"  measured on the worker ({w.gpu}): {g.measured_s * 1e6:,.1f} µs (median of {g.samples} runs); "
-             f"you predicted {a['time_us']:,.4g} µs, {g.ratio:.2f}x {'over' if a['time_us'] * 1e-6 > g.measured_s else 'under'}"
-             f" ({p['time']:g} / {rules.points['time']:g} points: full within {rules.time_full_within:g}x, none "
+             f"you predicted {a['time_us']:,.4g} µs, {g.ratio:.2f}x {way} ({p['time']:g} / {rules.points['time']:g} points: full within {rules.time_full_within:g}x, none "
              f"beyond {rules.time_none_beyond:g}x)"]
     if p["regime"]:
         lines.append(f"  regime: ✓ {a['regime']}")

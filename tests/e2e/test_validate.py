@@ -20,6 +20,7 @@ from nbgrader.utils import is_grade, is_solution
 
 from graders import tracks
 from graders.quiz_engine.questions import REFERENCE_STUDENT, Choice
+from graders.roofline_engine.grade import reference_answer
 from workshop import course as nbg
 from workshop import submissions
 
@@ -46,12 +47,20 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     if track.engine == "quiz":   # an answer of the wrong form: an option the question does not have
         first = next(q for q in track.problem_module().QUESTIONS if isinstance(q, Choice))
         return submissions.quiz_answers(track.name, REFERENCE_STUDENT) | {first.id: f'{first.id} = "z"'}, first.id
+    if track.engine == "roofline":   # a prediction of the wrong form: a regime there is not
+        return _roofline_answers(track) | {"softmax": 'softmax = {"regime": "fast", "intensity": 1, "time_us": 1}'}, \
+            "softmax"
     if track.engine == "triton":   # the check finds it wrong in Triton's interpreter
         path = track.solutions / "wrong" / "softmax_no_max.py"
         return submissions.cuda_answers(track.name) | {"softmax": path.read_text()}, "softmax"
     path = track.solutions / "wrong" / "compile_error.cu"
     kernel = tracks.graded_kernel(path)
     return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel
+
+
+def _roofline_answers(track: tracks.Track) -> dict[str, str]:
+    """A roofline track's reference predictions, by grade_id."""
+    return {op.id: f"{op.id} = {reference_answer(track.name, op.id)!r}" for op in track.problem_module().OPERATIONS}
 
 
 def _validate(course: Path, track: tracks.Track, name: str, answers: dict[str, str]) -> str:
@@ -71,6 +80,7 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
     answers, kernel = _wrong(track)
     reference_answers = (submissions.reference_answers() if track.engine == "numba"
                          else submissions.quiz_answers(track.name, REFERENCE_STUDENT) if track.engine == "quiz"
+                         else _roofline_answers(track) if track.engine == "roofline"
                          else submissions.cuda_answers(track.name))
     with ThreadPoolExecutor(3) as pool:   # three nbgrader processes of their own, at once
         stub, wrong, reference = pool.map(lambda job: _validate(course, track, *job),

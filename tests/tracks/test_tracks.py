@@ -18,6 +18,8 @@ from graders.quiz_engine.grade import right_answer
 from graders.quiz_engine.notebook import QUIZ_STUB, answer_literal
 from graders.quiz_engine.questions import REFERENCE_STUDENT
 from graders.result import Status
+from graders.roofline_engine.grade import reference_answer
+from graders.roofline_engine.scoring import Rules
 from graders.triton_engine.spec import load_triton_spec
 from workshop import notebooks
 from workshop.cells import read_cells, strip_solution_markers
@@ -42,6 +44,9 @@ def _kernels(track: tracks.Track) -> dict:
 
 def _points(track: tracks.Track) -> dict[str, float]:
     """What the spec says each graded cell is worth, by grade_id."""
+    if track.engine == "roofline":
+        points = Rules.from_spec(track.assignment).max_points
+        return {f"{op.id}_score": points for op in track.problem_module().OPERATIONS}
     if track.engine == "numba":
         spec = track.assignment
         return {f"{p.id}_{part}": float(spec[f"points_{part}"])
@@ -59,6 +64,9 @@ def _points(track: tracks.Track) -> dict[str, float]:
 
 def _answers(track: tracks.Track) -> dict[str, str]:
     """What each solution cell holds once nbgrader's markers are stripped, by grade_id: the reference."""
+    if track.engine == "roofline":
+        return {op.id: f"{op.id} = {answer_literal(reference_answer(track.name, op.id))}"
+                for op in track.problem_module().OPERATIONS}
     if track.engine == "numba":
         cells = read_cells(track.solutions / "reference.py")
         return {p.id: strip_solution_markers(cells[p.id]) for p in track.problem_module().PUZZLES}
@@ -82,6 +90,8 @@ def test_track_has_every_part(track):
     if track.engine in ("cuda", "triton"):
         kernels = _kernels(track)
         assert kernels and all(k.reference.is_file() for k in kernels.values())
+    elif track.engine == "roofline":
+        assert track.problem_module().OPERATIONS and (track.folder / "key.py").is_file()
     elif track.engine == "quiz":
         assert track.problem_module().QUESTIONS and (track.folder / "key.py").is_file()
     else:
@@ -121,7 +131,7 @@ def test_solution_cells_hold_the_reference(track):
     for gid, answer in answers.items():
         assert "### BEGIN SOLUTION" in cells[gid].source, gid
         assert answer in strip_solution_markers(cells[gid].source), gid
-        if track.engine != "quiz":   # a quiz answer's form is checked in its graded cell
+        if track.engine not in ("quiz", "roofline"):   # a literal answer's form is checked in its graded cell
             assert is_locked(cells[f"{gid}_check"]), f"{gid}: no read-only self-check cell"
 
 
@@ -130,7 +140,7 @@ def test_a_check_cell_run_before_its_kernels_cell_says_which_cell_to_run(track, 
     """After the setup cell but before the kernel's own cell, each check cell prints one line naming what that
     cell defines (the kernel, its source), as its check's own lines begin (the puzzle's title, the kernel's id),
     not a NameError."""
-    if track.engine == "quiz":
+    if track.engine in ("quiz", "roofline"):
         pytest.skip("a quiz has no check cells: its graded cells check an answer's form")
     cells = _cells(track)
     if track.engine == "numba":
@@ -162,7 +172,8 @@ def test_release_holds_no_solution_and_no_hidden_test(track, released):
     leaked = (secret - public) & set(text.splitlines())
     assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
     stubs = [c for c in release.cells if is_solution(c)]
-    stub = {"cuda": CUDA_STUB, "quiz": QUIZ_STUB}.get(track.engine, "raise NotImplementedError()")   # nbgrader_config.py
+    stub = {"cuda": CUDA_STUB, "quiz": QUIZ_STUB, "roofline": QUIZ_STUB}.get(  # nbgrader_config.py
+        track.engine, "raise NotImplementedError()")
     assert stubs and all(stub in c.source for c in stubs)
 
 

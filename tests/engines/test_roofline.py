@@ -1,0 +1,277 @@
+"""The roofline engine without a GPU: an answer's form, read from the submitted file by parsing; scoring from a
+measurement handed in as data (the child's answer's shape), every part at its edges; the reference and every
+known-wrong answer set against a measurement within 2x of the reference's times; the report and the feedback's
+figure and table; the notebook; and the refusal to grade without a GPU through the trusted grader's own path.
+tests/gpu/test_roofline_gpu.py measures on the GPU and grades through nbgrader."""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+
+import nbformat
+import pytest
+from nbformat.v4 import new_notebook
+from nbgrader.utils import is_grade, is_solution
+
+from graders import autograde, gpu, tracks
+from graders.gpu import NeedsGPUWorker
+from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE
+from graders.quiz_engine.grade import AnswerFailed
+from graders.roofline_engine import feedback, grade, scoring
+from graders.roofline_engine.notebook import SETUP
+from graders.roofline_engine.operations import NOT_WRITTEN, Operation, Tensor, form_problem, timed_function
+from graders.submission import Submission, SubmissionError
+from workshop import submissions
+from workshop.cells import read_cells
+
+TRACK = tracks.get("roofline")
+OPS = {op.id: op for op in TRACK.problem_module().OPERATIONS}
+KEY, WORK = grade.key("roofline").KEY, grade.key("roofline").WORK
+RULES = scoring.Rules.from_spec(TRACK.assignment)
+H200 = grade.spec("roofline")["reference_gpu"]
+# What the child answers (graders.roofline_engine.child.handle), made up: the H200's clock-derived peaks as its GPU
+# records show them, a launch overhead, and each operation measured at its reference time times FACTOR[op].
+ENVIRONMENT = {"gpu": "NVIDIA H200", "peaks": {"dram": 4814304000000.0, "fp32": 66908160000000.0},
+               "l2_bytes": 62914560, "sms": 132}
+
+
+def measurement(factor: dict[str, float] | float = 1.0, launch_us: float = 7.0) -> dict:
+    factors = factor if isinstance(factor, dict) else dict.fromkeys(OPS, factor)
+    return {"launch_overhead_s": launch_us * 1e-6, "environment": ENVIRONMENT,
+            "operations": {op: {"median_s": KEY[op]["time_us"] * 1e-6 * factors[op], "samples": 100}
+                           for op in OPS}}
+
+
+# Every other operation measured 1.6x slower than the reference predicts, the rest 1.6x faster: within 2x.
+WITHIN_2X = measurement({op: 1.6 if i % 2 else 1 / 1.6 for i, op in enumerate(OPS)})
+
+
+def graded(op: str, answer: dict, measured: dict = WITHIN_2X) -> scoring.Graded:
+    w = scoring.worker(measured, H200)
+    return scoring.grade(OPS[op], answer, WORK[op], measured["operations"][op], w, RULES)
+
+
+def answers_of(path) -> dict[str, dict]:
+    """A known-wrong answer file's answers, parsed as the trusted grader parses a submission."""
+    nb = new_notebook(cells=[nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
+        "grade_id": gid, "solution": True, "grade": False, "locked": False, "schema_version": 3}})
+        for gid, source in read_cells(path).items()])
+    parsed = Submission(nb)
+    return {op: parsed.value(op) for op in OPS}
+
+
+# --- the operations, the key, the notebook ----------------------------------------------------------------
+
+
+def test_every_operation_is_in_the_key_with_a_regime_and_its_reference_time_from_the_reference_gpu():
+    assert set(KEY) == set(WORK) == set(OPS)
+    assert {w["regime"] for w in WORK.values()} == {"memory", "compute", "overhead"}
+    for op, w in WORK.items():
+        assert form_problem(op, KEY[op]) == ""
+        bound = {"memory": w["bytes"] / (H200["hbm_tb_s"] * 1e12),
+                 "compute": w["flops"] / (H200[f"{OPS[op].peak}_tflops"] * 1e12),
+                 "overhead": OPS[op].operations * H200["launch_overhead_us"] * 1e-6}
+        assert max(bound, key=bound.get) == w["regime"], op   # the largest of the three bounds names the regime
+        if op != "transpose_sum":   # its strided reads cost 8x their bytes (32-byte sectors, 4 bytes used)
+            assert KEY[op]["time_us"] == pytest.approx(bound[w["regime"]] * 1e6, rel=1e-3), op
+    assert KEY["transpose_sum"]["time_us"] * 1e-6 > 2 * bound["memory"]
+
+
+def test_the_key_counts_an_add_a_matmul_and_the_chain_as_the_notebook_says():
+    assert WORK["add_huge"]["flops"] / WORK["add_huge"]["bytes"] == pytest.approx(1 / 12)
+    assert WORK["matmul_bf16"]["flops"] / WORK["matmul_bf16"]["bytes"] == pytest.approx(4096 / 3)
+    assert WORK["chain"]["flops"] / WORK["chain"]["bytes"] == pytest.approx(1 / 8)   # every intermediate written
+
+
+def test_every_operations_code_is_a_function_of_its_inputs():
+    for op in OPS.values():
+        run = timed_function(op, {})
+        assert run.__code__.co_varnames[:run.__code__.co_argcount] == tuple(op.inputs), op.id
+
+
+def test_the_notebook_has_a_solution_and_a_graded_cell_per_operation_holding_the_reference():
+    nb = TRACK.build_notebook()
+    cells = {c.metadata.nbgrader["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
+    assert cells["setup"].source == SETUP
+    for op in OPS:
+        assert is_solution(cells[op]) and f"{op} = {KEY[op]!r}" in cells[op].source
+        assert cells[op].source.startswith(f'{op} = {{"regime": None, "intensity": None, "time_us": None}}\n')
+        assert is_grade(cells[f"{op}_score"]) and cells[f"{op}_score"].metadata.nbgrader["points"] == 4
+        assert f"predict('roofline', {op!r}, {op})" in cells[f"{op}_score"].source
+    assert "predict" in RUN_ALONE and HIDDEN_TESTS["predict"].__module__ == "graders.roofline_engine.grade"
+
+
+# --- an answer's form, parsed -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer, why", [
+    ({"regime": None, "intensity": None, "time_us": None}, f"{NOT_WRITTEN}: replace None with your regime, "
+                                                           "intensity, time_us"),
+    ({"regime": "memory", "intensity": 0.25, "time_us": None}, f"{NOT_WRITTEN}: replace None with your time_us"),
+    ({"regime": "memory", "intensity": 0.25}, "must be a dict"),
+    ({"regime": "memory", "intensity": 0.25, "time_us": 1.0, "why": "x"}, "must be a dict"),
+    ("memory", "must be a dict"),
+    ({"regime": "Memory", "intensity": 0.25, "time_us": 1.0}, "regime must be one of 'memory', 'compute', 'overhead'"),
+    ({"regime": "memory", "intensity": "0.25", "time_us": 1.0}, "intensity must be a positive number"),
+    ({"regime": "memory", "intensity": True, "time_us": 1.0}, "intensity must be a positive number"),
+    ({"regime": "memory", "intensity": 0.25, "time_us": 0}, "time_us must be a positive number"),
+    ({"regime": "memory", "intensity": 0.25, "time_us": -3.0}, "time_us must be a positive number"),
+    ({"regime": "memory", "intensity": math.inf, "time_us": 1.0}, "intensity must be a positive number"),
+])
+def test_an_answer_of_the_wrong_form_fails_its_check_saying_why(answer, why, capsys):
+    assert why in form_problem("sum_huge", answer)
+    with pytest.raises(AnswerFailed, match=f"^sum_huge: .*{why[:20]}"):
+        grade.check_prediction("roofline", "sum_huge", answer)
+
+
+def test_the_check_passes_the_reference_and_says_it_is_graded_on_the_worker(capsys):
+    grade.check_prediction("roofline", "matvec", KEY["matvec"])
+    assert capsys.readouterr().out.startswith("✓ matvec: answered {'regime': 'memory'")
+
+
+def test_answers_are_read_from_the_solution_cells_as_literals_and_an_expression_is_refused():
+    nb = submissions.fill(nbformat.read(str(TRACK.notebook_path), as_version=4),
+                          {"add_small": 'add_small = {"regime": "overhead", "intensity": 1 / 12, "time_us": 7}',
+                           "sum_small": 'sum_small = {"regime": "overhead", "intensity": 0.25, "time_us": 7}'})
+    parsed = Submission(nb)
+    assert parsed.value("sum_small") == {"regime": "overhead", "intensity": 0.25, "time_us": 7}
+    with pytest.raises(SubmissionError, match="add_small must be a literal"):
+        parsed.value("add_small")
+
+
+# --- scoring ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio, share", [(1.0, 1.0), (2.0, 1.0), (2 ** 1.5, 0.5), (4.0, 0.0), (10.0, 0.0)])
+def test_time_points_are_full_within_2x_either_way_none_beyond_4x_and_linear_in_log_between(ratio, share):
+    for predicted, measured in ((ratio, 1.0), (1.0, ratio)):
+        found_ratio, found_share = scoring.time_share(predicted * 1e-6, measured * 1e-6, RULES)
+        assert found_ratio == pytest.approx(ratio) and found_share == pytest.approx(share, abs=1e-12)
+
+
+def test_intensity_is_right_within_10_percent_and_not_in_other_units():
+    right = WORK["softmax"]["flops"] / WORK["softmax"]["bytes"]
+    answer = dict(KEY["softmax"])
+    for value, points in ((right * 1.099, 1.0), (right * 0.901, 1.0), (right * 1.11, 0.0), (right / 8, 0.0),
+                          (5.0, 0.0)):   # per bit; per element
+        assert graded("softmax", answer | {"intensity": value}).parts["intensity"] == points, value
+
+
+def test_the_reference_scores_full_marks_against_a_measurement_within_2x():
+    for op in OPS:
+        g = graded(op, KEY[op])
+        assert g.parts == {"regime": 1.0, "intensity": 1.0, "time": 2.0} and g.points == 4.0, op
+        assert g.shown == g.regime, op   # at the reference's times, the measurement shows the key's regime
+
+
+@pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.stem)
+def test_each_known_wrong_answer_set_scores_its_expected_points(path):
+    answers = answers_of(path)
+    expected = tracks.expected_points(path)
+    assert set(expected) == {f"{op}_score" for op in OPS}
+    for op, answer in answers.items():
+        points = graded(op, answer).points
+        assert expected[f"{op}_score"].matches(points), (op, points, str(expected[f"{op}_score"]))
+
+
+def test_the_times_10x_off_score_no_time_points_whatever_the_measurement_within_2x_of_the_reference():
+    answers = answers_of(TRACK.solutions / "wrong" / "times_10x.py")
+    for factor in (0.5, 1.0, 2.0):
+        for op, answer in answers.items():
+            assert graded(op, answer, measurement(factor)).parts["time"] == 0, (op, factor)
+
+
+def test_the_worker_reads_the_gpus_peaks_and_the_datasheets_tensor_rates_only_for_the_reference_gpu():
+    h200 = scoring.worker(WITHIN_2X, H200)
+    assert h200.bandwidth == 4814304000000.0 and h200.peaks["fp32"] == 66908160000000.0
+    assert h200.peaks["bf16"] == 989e12 and h200.launch_s == 7e-6
+    other = scoring.worker(WITHIN_2X | {"environment": ENVIRONMENT | {"gpu": "NVIDIA A100-SXM4-80GB"}}, H200)
+    assert set(other.peaks) == {"fp32"}
+    g = scoring.grade(OPS["matmul_bf16"], KEY["matmul_bf16"], WORK["matmul_bf16"],
+                      WITHIN_2X["operations"]["matmul_bf16"], other, RULES)
+    assert "compute" not in g.shares
+    assert "peak is not known to the grader" in scoring.shows(OPS["matmul_bf16"], g, other)
+
+
+def test_fractions_of_a_measurement():
+    op = Operation("x", "x", "y = x + x", {"x": Tensor((1000,))}, operations=2)
+    w = scoring.Worker("GPU", 1e12, {"fp32": 1e13}, 0, 0, 5e-6)
+    shares = scoring.fractions(op, {"flops": 1e6, "bytes": 1e7}, 20e-6, w)
+    assert shares == pytest.approx({"memory": 0.5, "compute": 0.005, "overhead": 0.5})
+    assert scoring.shown(scoring.fractions(op, {"flops": 1e6, "bytes": 2e7}, 20e-6, w)) == "memory"
+    assert scoring.shown(scoring.fractions(op, {"flops": 1e6, "bytes": 1e6}, 20e-6, w)) == "overhead"
+    assert scoring.shown(scoring.fractions(op, {"flops": 1.5e8, "bytes": 1e6}, 20e-6, w)) == "compute"
+
+
+# --- the report and the feedback ------------------------------------------------------------------------
+
+
+def test_the_report_states_the_measurement_and_what_it_shows_for_a_wrong_regime():
+    worker = scoring.worker(WITHIN_2X, H200)
+    wrong = KEY["add_huge"] | {"regime": "compute", "intensity": 1.0}
+    text = scoring.report(OPS["add_huge"], graded("add_huge", wrong), worker, RULES)
+    lines = text.splitlines()
+    assert lines[0] == "add_huge: 2 / 4 points"
+    assert "measured on the worker (NVIDIA H200): 536.8 µs (median of 100 runs); you predicted 335.5 µs, 1.60x " \
+           "under (2 / 2 points: full within 2x, none beyond 4x)" in lines[1]
+    assert lines[2].startswith("  regime: ✗ you said compute; the measurement shows memory: 3 TB/s moved, 62% of the "
+                               "4.81 TB/s memory bandwidth; ")
+    assert "of the FP32 peak (66.9 TFLOP/s); 1 launch x 7.0 µs, 1% of its time" in lines[2]
+    assert lines[3].startswith("  intensity: ✗ 1 FLOP/byte is not this operation's (right within 10%)")
+    right = scoring.report(OPS["chain"], graded("chain", KEY["chain"]), worker, RULES).splitlines()
+    assert right[2:] == ["  regime: ✓ overhead", "  intensity: ✓ 0.125 FLOP/byte"]
+
+
+def test_the_feedback_adds_the_roofline_figure_and_the_table_after_the_last_operation():
+    worker = scoring.worker(WITHIN_2X, H200)
+    nb = TRACK.build_notebook()
+    scored = [c for c in nb.cells if is_grade(c)]
+    for cell in scored:
+        op = cell.metadata.nbgrader["grade_id"].removesuffix("_score")
+        answer = KEY[op] | ({"time_us": KEY[op]["time_us"] * 10} if op == "softmax" else {})
+        result = {"test": op, "roofline": graded(op, answer).as_dict(), "worker": worker.as_dict()}
+        cell.metadata[autograde.RESULTS_KEY] = {"results": [result]}
+        cell.outputs = []
+    nb, _ = feedback.RooflineFeedback().preprocess(nb, {})
+    assert [len(c.outputs) for c in scored] == [0] * (len(scored) - 1) + [2]
+    figure, table = scored[-1].outputs
+    assert base64_png(figure.data["image/png"]).startswith(b"\x89PNG")
+    html = table.data["text/html"]
+    assert html.count("<tr>") == len(OPS) + 1 and "workshop-roofline" in html
+    softmax = html[html.index("<td style='text-align:left'>softmax</td>"):]
+    assert softmax.split("</tr>")[0].endswith("16.00x</td><td style='text-align:left'>2 / 4</td>")   # 10 x 1.6
+    other = TRACK.build_notebook()   # a notebook without graded predictions is left as it is
+    before = copy.deepcopy(other)
+    assert feedback.RooflineFeedback().preprocess(other, {})[0] == before
+
+
+def base64_png(data: str) -> bytes:
+    import base64
+    return base64.b64decode(data)
+
+
+# --- no GPU --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_GPU", "0")
+    gpu.detect_gpu.cache_clear()
+    yield
+    gpu.detect_gpu.cache_clear()
+
+
+def test_without_a_gpu_the_trusted_grader_stops_the_submission_and_autograde_refuses_to_start(no_gpu):
+    """The grading entry point (`graders.autograde._Grading`, on the filled source notebook): the first prediction's
+    hidden test raises NeedsGPUWorker, which stops the submission (nothing recorded); `nbgrader autograde` refuses
+    before it reads a submission (`cannot_grade_here`; tests/e2e/test_cuda_tracks_nbgrader.py runs that through
+    nbgrader for a GPU-only track)."""
+    nb = submissions.fill(nbformat.read(str(TRACK.notebook_path), as_version=4),
+                          {op: f"{op} = {KEY[op]!r}" for op in OPS})
+    grading = autograde._Grading(autograde.graded_cells(nb), Submission(nb), 2, logging.getLogger("roofline"),
+                                 time_limit=60, student="alice")
+    with pytest.raises(NeedsGPUWorker, match="Grading roofline needs a GPU worker"):
+        grading.finish()
+    assert grade._measured == {}
+    assert autograde.cannot_grade_here(["roofline"]).startswith("NeedsGPUWorker: Autograding roofline needs a GPU")
