@@ -54,7 +54,7 @@ class Numeric:
 
     def tolerance(self) -> str:
         """How close an answer must be: "within 2%", "within 0.5 µs", or "exactly"."""
-        parts = [f"{self.rel_tol:.0%}" if self.rel_tol else "", f"{self.abs_tol:g} {self.unit}" if self.abs_tol else ""]
+        parts = [f"{self.rel_tol:.0%}" if self.rel_tol else "", f"{self.abs_tol:g} {self.unit}".rstrip() if self.abs_tol else ""]
         return f"within {' or '.join(p for p in parts if p)}" if self.rel_tol or self.abs_tol else "exactly"
 
 

@@ -21,7 +21,8 @@ from graders.cuda_engine.spec import load_spec
 from graders.result import Status
 from graders.sandbox.run import ChildResult
 
-EXACT = {"copy": (33, 65), "transpose": (33, 65), "vecadd": (1000,)}   # bit-identical kinds: a test shape
+EXACT = {"copy": (33, 65), "transpose": (33, 65), "vecadd": (1000,), "copy_rows": (33, 65)}   # bit-identical kinds
+# row_sum (tracks/debugging/problem.py): its rule is tested in tests/tracks/test_debugging.py
 # sgemm (tracks/gemm/problem.py, spec.toml): every element within SGEMM_ELEMENT_RTOL * (|A| @ |B|) of the
 # float64 product, and the relative Frobenius error within SGEMM_FROBENIUS_RTOL.
 SGEMM_ELEMENT_RTOL = 1e-3
@@ -42,7 +43,7 @@ ATTENTION_KINDS = {"attention_forward": (1, 2, 33, 40, 64), "attention_forward_c
 def test_every_kind_has_its_rule_here():
     # the tensor-core kinds' rules (tracks/tensorcores/problem.py) are tested in tests/tracks/test_tensorcores.py
     assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "f16gemm", "tf32gemm", "fp8gemm", "row_softmax",
-                                      *ATTENTION_KINDS])
+                                      *ATTENTION_KINDS, "row_sum"])
 
 
 # --- bit-identical kinds ------------------------------------------------------------------------------

@@ -12,10 +12,10 @@ from nbgrader.utils import is_grade, is_locked, is_solution
 from graders import tracks
 from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.structure import load_structure
-from graders.notebook import CUDA_STUB
+from graders.notebook import CUDA_LANGUAGE, CUDA_STUB, EDIT_LANGUAGE, EDIT_STUB
 from graders.numba_engine import catalogue
 from graders.quiz_engine.grade import right_answer
-from graders.quiz_engine.notebook import QUIZ_STUB, answer_literal
+from graders.quiz_engine.notebook import QUIZ_LANGUAGE, QUIZ_STUB, answer_literal
 from graders.quiz_engine.questions import REFERENCE_STUDENT
 from graders.result import Status
 from graders.roofline_engine.grade import reference_answer
@@ -42,6 +42,13 @@ def _kernels(track: tracks.Track) -> dict:
     return (load_triton_spec(track.name).assignment if track.engine == "triton" else load_spec(track.name)).kernels
 
 
+def _questions(track: tracks.Track) -> list:
+    """The literal-answer questions a track brings (`graders.quiz_engine`): a quiz's, or a CUDA track's beside its
+    kernels (the debugging track's diagnosis)."""
+    module = track.problem_module()
+    return list(getattr(module, "QUESTIONS", [])) if module else []
+
+
 def _points(track: tracks.Track) -> dict[str, float]:
     """What the spec says each graded cell is worth, by grade_id."""
     if track.engine == "roofline":
@@ -51,9 +58,10 @@ def _points(track: tracks.Track) -> dict[str, float]:
         spec = track.assignment
         return {f"{p.id}_{part}": float(spec[f"points_{part}"])
                 for p in track.problem_module().PUZZLES for part in ("correct", "limits")}
+    points = {f"{q.id}_score": float(q.points) for q in _questions(track)}
     if track.engine == "quiz":
-        return {f"{q.id}_score": float(q.points) for q in track.problem_module().QUESTIONS}
-    points = {f"{kid}_score": k.points for kid, k in _kernels(track).items()}
+        return points
+    points |= {f"{kid}_score": k.points for kid, k in _kernels(track).items()}
     if (track.folder / "structure.toml").is_file():
         structure = load_structure(track.name)
         points |= {c.id: c.points for c in structure.checks.values()}
@@ -70,10 +78,10 @@ def _answers(track: tracks.Track) -> dict[str, str]:
     if track.engine == "numba":
         cells = read_cells(track.solutions / "reference.py")
         return {p.id: strip_solution_markers(cells[p.id]) for p in track.problem_module().PUZZLES}
+    answers = {q.id: f"{q.id} = {answer_literal(right_answer(track.name, q, REFERENCE_STUDENT))}"
+               for q in _questions(track)}
     if track.engine == "quiz":
-        return {q.id: f"{q.id} = {answer_literal(right_answer(track.name, q, REFERENCE_STUDENT))}"
-                for q in track.problem_module().QUESTIONS}
-    answers = {}
+        return answers
     comment = "#" if track.engine == "triton" else "//"
     for kid, kernel in _kernels(track).items():
         lines = kernel.reference.read_text().rstrip("\n").split("\n")
@@ -131,7 +139,8 @@ def test_solution_cells_hold_the_reference(track):
     for gid, answer in answers.items():
         assert "### BEGIN SOLUTION" in cells[gid].source, gid
         assert answer in strip_solution_markers(cells[gid].source), gid
-        if track.engine not in ("quiz", "roofline"):   # a literal answer's form is checked in its graded cell
+        literal = track.engine == "roofline" or gid in {q.id for q in _questions(track)}
+        if not literal:   # a literal answer's form is checked in its graded cell
             assert is_locked(cells[f"{gid}_check"]), f"{gid}: no read-only self-check cell"
 
 
@@ -172,8 +181,9 @@ def test_release_holds_no_solution_and_no_hidden_test(track, released):
     leaked = (secret - public) & set(text.splitlines())
     assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
     stubs = [c for c in release.cells if is_solution(c)]
-    stub = {"cuda": CUDA_STUB, "quiz": QUIZ_STUB, "roofline": QUIZ_STUB}.get(  # nbgrader_config.py
-        track.engine, "raise NotImplementedError()")
+    language = nbformat.read(str(track.notebook_path), as_version=4).metadata.kernelspec.language
+    stub = {CUDA_LANGUAGE: CUDA_STUB, QUIZ_LANGUAGE: QUIZ_STUB, EDIT_LANGUAGE: EDIT_STUB}.get(
+        language, "raise NotImplementedError()")   # nbgrader_config.py
     assert stubs and all(stub in c.source for c in stubs)
 
 
