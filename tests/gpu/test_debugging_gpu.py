@@ -1,0 +1,125 @@
+"""The debugging track (L7) on a real GPU: each sabotaged kernel scores 0 for the reason its planted bug gives (the
+race: racecheck, or wrong sums where it shows; the misaligned float4: the GPU's own misaligned-address error; the
+softmax: NaN; the divergent barrier: the time limit, after which the session grades the next kernel); each is
+caught by the tool the key names, at the shape that shows it; each reference fix is right and clean under all four
+tools; a whole reference submission is graded by nbgrader within 60 s, and the untouched one's feedback shows what
+the GPU worker saw. The known-wrong fixes' ``expect:`` points, the reference's full marks and the stub's 0 through
+nbgrader are tests/gpu/test_tracks_nbgrader_gpu.py's, for every CUDA track.
+Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_debugging_gpu.py -s``."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from graders import tracks
+from graders.cuda_engine import grade, sanitizer
+from graders.cuda_engine.spec import load_spec
+from graders.quiz_engine.grade import answer_key
+from graders.result import hidden_seed
+from graders.sandbox.run import run_child
+from graders.sandbox.session import ChildSession
+from workshop.course import Autograding, Course, stderr_text
+from workshop.records import write_gpu_record
+from workshop.submissions import cuda_answers
+
+pytestmark = pytest.mark.gpu
+SPEC = load_spec("debugging")
+SABOTAGED = tracks.get("debugging").problem_module().SABOTAGED
+BUDGET_S = 1.0
+HANG_LIMIT_S = 45.0   # the hanging kernel's child: its start, the shapes before the one that hangs, then the hang
+
+
+def graded(kernel_id: str, source: str, **options) -> dict:
+    result = grade.grade_kernel("debugging", kernel_id, source, budget_s=BUDGET_S, **options)
+    print("\n" + grade.report(result), result.details.get("sanitizer"))
+    return result.as_dict()
+
+
+def test_the_untouched_race_scores_zero_and_racecheck_names_it_when_the_sums_come_out_right():
+    result = graded("reduce", SABOTAGED["reduce"])
+    assert result["status"] == "incorrect" and result["points"] == 0, result["message"]
+    if "sanitizer" in result:
+        assert result["message"].startswith("compute-sanitizer --tool racecheck found ")
+        assert result["sanitizer"]["shape"] == [3, 4097]
+
+
+def test_the_untouched_misaligned_copy_crashes_with_the_gpus_own_error_at_a_shape_that_shows_it():
+    result = graded("copy", SABOTAGED["copy"])
+    assert result["status"] == "crashed" and result["points"] == 0, result["message"]
+    assert "misaligned" in result["message"].lower(), result["message"]
+    assert [c["shape"] for c in result["checks"]] == [[4, 1024], [1, 1], [1, 37]]   # right until rows misalign
+
+
+def test_the_untouched_softmax_scores_zero_for_its_nan():
+    result = graded("softmax", SABOTAGED["softmax"])
+    assert result["status"] == "incorrect" and "NaN" in result["message"], result["message"]
+
+
+def test_the_hang_is_a_timeout_with_its_message_and_the_next_kernel_is_graded():
+    with ChildSession():
+        started = time.monotonic()
+        hung = graded("chunked", SABOTAGED["chunked"], timeout_s=HANG_LIMIT_S)
+        assert time.monotonic() - started < HANG_LIMIT_S + 15
+        assert hung["status"] == "timeout" and hung["points"] == 0
+        assert hung["message"] == (f"your kernel did not finish within {HANG_LIMIT_S:g} s (an endless loop? a "
+                                   "__syncthreads() that not every thread reaches?)")
+        after = graded("reduce", SPEC.kernel("reduce").reference.read_text())
+        assert after["status"] == "ok", after["message"]
+
+
+def under(tool: str, kernel_id: str, source: str, shape: tuple[int, ...]) -> str:
+    """``tool``'s finding on one launch at ``shape`` (whether the launch itself then failed or not)."""
+    request = {"spec_path": str(SPEC.path), "kernel_id": kernel_id, "source": source, "seed": hidden_seed(),
+               "shape": list(shape)}
+    wrapper = (str(sanitizer.tool_binary()), "--tool", tool, "--kernel-name", f"kns={SPEC.kernel(kernel_id).function}",
+               "--print-limit", "5", "--error-exitcode", "0")
+    run = run_child(sanitizer.CHILD, request, timeout_s=sanitizer.TIMEOUT_S, gpu=True, wrapper=wrapper,
+                    env=grade._child_env())
+    print(f"\n{tool} on {kernel_id} at {shape}:\n{run.stdout[-3000:]}")
+    return sanitizer.findings(tool, run.stdout)
+
+
+KEYED = {"a": "memcheck", "b": "racecheck", "c": "initcheck", "d": "synccheck"}
+
+
+@pytest.mark.parametrize("kernel_id, shape", [("reduce", (3, 4097)), ("copy", (5, 1001)), ("softmax", (4, 1000))])
+def test_each_sabotaged_kernel_is_caught_by_the_tool_the_key_names_and_by_no_tool_when_it_says_none(kernel_id, shape):
+    keyed = answer_key("debugging")[f"{kernel_id}_tool"]
+    for tool in KEYED.values() if keyed not in KEYED else [KEYED[keyed]]:
+        finding = under(tool, kernel_id, SABOTAGED[kernel_id], shape)
+        assert bool(finding) == (keyed in KEYED), (tool, finding)
+    if kernel_id == "copy":
+        assert "Invalid __global__ read of size 16 bytes" in finding, finding
+
+
+@pytest.mark.parametrize("kernel_id", list(SPEC.kernels))
+def test_each_reference_fix_is_right_and_clean_under_all_four_tools(kernel_id):
+    kernel = SPEC.kernel(kernel_id)
+    result = graded(kernel_id, kernel.reference.read_text())
+    assert result["status"] == "ok", result["message"]
+    tools = result["sanitizer"]["tools"]
+    shared = result["compile"]["resources"][kernel.function]["shared_bytes"]
+    assert set(tools) == {"memcheck", "initcheck", "synccheck"} | ({"racecheck"} if shared else set())
+    assert not any(tools.values()) and result["sanitizer"]["shape"] == list(sanitizer.sanitize_shape(
+        kernel, kernel.geometry))
+
+
+def test_a_reference_submission_in_a_minute_and_the_untouched_ones_feedback_shows_what_the_worker_saw(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_CELL_TIMEOUT", "150")
+    grading = Autograding(Course(tmp_path / "course", "debugging"))
+    scores = grading.grade("reference", cuda_answers("debugging"))
+    assert scores and all(scores.values()), scores
+    assert grading.seconds["reference"] <= 60, grading.seconds
+    grading.grade("stub", {})
+    outputs = grading.test_cell_outputs("stub")
+    text = {gid: "".join(o.get("text", "") + "".join(o.get("traceback", [])) for o in cell)
+            for gid, cell in outputs.items()}
+    assert not any(stderr_text(cell) for cell in outputs.values())
+    assert "misaligned" in text["copy_score"].lower(), text["copy_score"]
+    assert "NaN" in text["softmax_score"] and "did not finish within" in text["chunked_score"]
+    assert "racecheck" in text["reduce_score"] or "row sums wrong" in text["reduce_score"], text["reduce_score"]
+    write_gpu_record("debugging-nbgrader-gpu", "nbgrader autograde of the debugging track: reference and stub",
+                     {"seconds_per_submission": grading.seconds, "scores": grading.scores}, dists=("nbgrader",),
+                     folder="debugging")
