@@ -62,11 +62,13 @@ Each operation has a cell `<name> = {{"regime": None, "intensity": None, "time_u
 there as literals (`{{"regime": "memory", "intensity": 0.25, "time_us": 120.0}}`), never expressions or calls: the
 grader reads them from the file you hand in and runs nothing. The graded cell under it checks only their form; the
 grading happens on the GPU worker, against its own measurement of the operation (one measurement for the whole
-class), once you hand the notebook in. Points per operation: regime {p['regime']:g}, intensity {p['intensity']:g}
-(right within {rules.intensity_rel_tol:.0%}), time {p['time']:g}: full points within {rules.time_full_within:g}x of
-the measurement either way, none beyond {rules.time_none_beyond:g}x, in between a share linear in log(ratio)
-(2 - log2(ratio) at 2x and 4x). The feedback states each measurement, what it shows where your regime was wrong,
-and draws the worker's roofline with your predictions and the measurements on it.
+class), once you hand the notebook in.
+
+Points per operation: regime {p['regime']:g}; intensity {p['intensity']:g}, right within \
+{rules.intensity_rel_tol:.0%}; time {p['time']:g}, full within {rules.time_full_within:g}x of the measurement either \
+way, none beyond {rules.time_none_beyond:g}x, and in between a share linear in log(ratio) (2 - log2(ratio) at 2x and \
+4x). The feedback states each measurement, what it shows where your regime was wrong, and draws the worker's \
+roofline with your predictions and the measurements on it.
 """
 
 
