@@ -52,17 +52,17 @@ class EagerTimer(Timer):
         return self.start.elapsed_time(self.end) / 1e3
 
 
-def subjects(operations, torch) -> dict[str, Subject]:
-    """A subject per operation (its inputs on the GPU, drawn afresh before every run) and `LAUNCH`."""
+def subjects(operations, torch, device: str = "cuda") -> dict[str, Subject]:
+    """A subject per operation (its inputs on ``device``, drawn afresh before every run) and `LAUNCH`."""
     namespace = {"torch": torch, "F": torch.nn.functional}
     found = {}
     for op in operations:
-        tensors = [torch.empty(t.shape, dtype=getattr(torch, TORCH_DTYPES[t.dtype]), device="cuda")
+        tensors = [torch.empty(t.shape, dtype=getattr(torch, TORCH_DTYPES[t.dtype]), device=device)
                    for t in op.inputs.values()]
         run = timed_function(op, namespace)
         found[op.id] = Subject(run=lambda run=run, tensors=tensors: run(*tensors),
                                prepare=lambda tensors=tensors: [t.normal_() for t in tensors])
-    one = torch.zeros(1, device="cuda")
+    one = torch.zeros(1, device=device)
     found[LAUNCH] = Subject(run=lambda: one.add_(1.0), prepare=one.zero_)
     return found
 

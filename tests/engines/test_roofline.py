@@ -18,7 +18,7 @@ from graders import autograde, gpu, tracks
 from graders.gpu import NeedsGPUWorker
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE
 from graders.quiz_engine.grade import AnswerFailed
-from graders.roofline_engine import feedback, grade, scoring
+from graders.roofline_engine import child, feedback, grade, scoring
 from graders.roofline_engine.notebook import SETUP
 from graders.roofline_engine.operations import NOT_WRITTEN, Operation, Tensor, form_problem, timed_function
 from graders.submission import Submission, SubmissionError
@@ -100,6 +100,26 @@ def test_the_notebook_has_a_solution_and_a_graded_cell_per_operation_holding_the
         assert is_grade(cells[f"{op}_score"]) and cells[f"{op}_score"].metadata.nbgrader["points"] == 4
         assert f"predict('roofline', {op!r}, {op})" in cells[f"{op}_score"].source
     assert "predict" in RUN_ALONE and HIDDEN_TESTS["predict"].__module__ == "graders.roofline_engine.grade"
+
+
+def test_each_subject_of_the_child_runs_its_own_operation_on_inputs_drawn_afresh(monkeypatch):
+    """The grading child's subjects (`child.subjects`) on CPU tensors: each runs its operation's code on its own
+    inputs, which its ``prepare`` redraws; the launch subject adds one to one element."""
+    import torch
+    seen: list = []
+    monkeypatch.setattr(torch, "seen", seen, raising=False)   # what the operations' code below hands out
+    ops = [Operation("double", "", "torch.seen.append(x * 2)", {"x": Tensor((3,))}),
+           Operation("mm", "", "torch.seen.append(A @ B)", {"A": Tensor((2, 3), "bf16"), "B": Tensor((3, 2), "bf16")})]
+    found = child.subjects(ops, torch, device="cpu")
+    assert list(found) == ["double", "mm", child.LAUNCH]
+    for name in ("double", "mm", "double"):
+        found[name].prepare()
+        found[name].run()
+    assert seen[0].shape == (3,) and seen[1].shape == (2, 2) and seen[1].dtype == torch.bfloat16
+    assert seen[2].shape == (3,) and not torch.equal(seen[2], seen[0])   # fresh inputs
+    found[child.LAUNCH].prepare()
+    found[child.LAUNCH].run()
+    assert len(seen) == 3
 
 
 # --- an answer's form, parsed -----------------------------------------------------------------------------
