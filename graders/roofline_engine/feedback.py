@@ -20,8 +20,9 @@ from nbformat.v4 import new_output
 from traitlets import Bool
 
 from graders.autograde import graded_cells, stored_results
+from graders.roofline_engine.operations import PEAKS
 
-ROOFS = {"fp32": "FP32", "bf16": "bf16 tensor cores"}
+ROOFS = ("fp32", "bf16")   # the peaks drawn as roofs
 
 
 def graded_operations(nb: NotebookNode) -> list[tuple[NotebookNode, dict]]:
@@ -44,11 +45,11 @@ def roofline_png(results: list[dict]) -> bytes:
     xs = [x for x, _ in measured + predicted]
     grid = np.logspace(np.log10(min(xs) / 3), np.log10(max(xs) * 3), 200)
     fig, ax = plt.subplots(figsize=(9, 6))
-    for name, label in ROOFS.items():
+    for name in ROOFS:
         peak = worker["peaks"].get(name)
         if peak:
             ax.plot(grid, np.minimum(grid * worker["bandwidth"], peak), linewidth=1.5,
-                    label=f"roof: {worker['bandwidth'] / 1e12:.2f} TB/s, {label} {peak / 1e12:.0f} TFLOP/s")
+                    label=f"roof: {worker['bandwidth'] / 1e12:.2f} TB/s, {PEAKS[name]} {_tera(peak)} TFLOP/s")
     for g, (mx, my), (px, py) in zip(rows, measured, predicted):
         right = g["time_share"] == 1
         ax.plot([px, mx], [py, my], color="gray", linewidth=0.6)
@@ -87,8 +88,19 @@ def table(results: list[dict]) -> str:
     cells = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
                     for row in rows)
     header = "<tr>" + "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in head) + "</tr>"
-    caption = f"Your predictions against the measurements on {results[0]['worker']['gpu']}"
+    caption = f"Your predictions against the measurements on {worker_figures(results[0]['worker'])}"
     return f"<table class='workshop-roofline'><caption>{html.escape(caption)}</caption>{header}{cells}</table>"
+
+
+def worker_figures(worker: dict) -> str:
+    """The worker as the grader saw it: its GPU, bandwidth, peaks, L2, SMs and launch overhead."""
+    peaks = ", ".join(f"{PEAKS[name]} {_tera(rate)} TFLOP/s" for name, rate in worker["peaks"].items())
+    return (f"{worker['gpu']} (memory {worker['bandwidth'] / 1e12:.3g} TB/s, {peaks}, L2 {worker['l2_bytes'] >> 20} "
+            f"MiB, {worker['sms']} SMs, launch overhead {worker['launch_s'] * 1e6:.1f} µs)")
+
+
+def _tera(rate: float) -> str:
+    return f"{rate / 1e12:,.0f}" if rate >= 1e14 else f"{rate / 1e12:.3g}"
 
 
 class RooflineFeedback(Preprocessor):

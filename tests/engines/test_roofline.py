@@ -259,6 +259,8 @@ def test_the_feedback_adds_the_roofline_figure_and_the_table_after_the_last_oper
     assert base64_png(figure.data["image/png"]).startswith(b"\x89PNG")
     html = table.data["text/html"]
     assert html.count("<tr>") == len(OPS) + 1 and "workshop-roofline" in html
+    assert ("on NVIDIA H200 (memory 4.81 TB/s, FP32 66.9 TFLOP/s, TF32 tensor cores 495 TFLOP/s, bf16 tensor cores "
+            "989 TFLOP/s, fp8 tensor cores 1,979 TFLOP/s, L2 60 MiB, 132 SMs, launch overhead 7.0 µs)") in html
     softmax = html[html.index("<td style='text-align:left'>softmax</td>"):]
     assert softmax.split("</tr>")[0].endswith("16.00x</td><td style='text-align:left'>2 / 4</td>")   # 10 x 1.6
     other = TRACK.build_notebook()   # a notebook without graded predictions is left as it is
