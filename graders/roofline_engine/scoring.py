@@ -152,7 +152,7 @@ def grade(op: Operation, answer: dict, work: dict, stats: dict, w: Worker, rules
 
 
 def _rate(value: float, unit: str) -> str:
-    return f"{value / 1e12:.3g} T{unit}/s" if value >= 1e11 else f"{value / 1e9:.3g} G{unit}/s"
+    return f"{value / 1e12:.3g} T{unit}/s" if value >= 1e12 else f"{value / 1e9:.3g} G{unit}/s"
 
 
 def shows(op: Operation, g: Graded, w: Worker) -> str:
