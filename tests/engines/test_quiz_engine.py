@@ -18,7 +18,7 @@ from nbgrader.utils import is_grade
 from graders import autograde, hidden_tests, settings, tracks
 from graders.quiz_engine import grade
 from graders.quiz_engine.notebook import QUIZ_STUB
-from graders.quiz_engine.questions import Choice, Line, Numeric, numbers
+from graders.quiz_engine.questions import REFERENCE_STUDENT, Choice, Line, Numeric, numbers
 from graders.sandbox.visible import resolved, visible, within
 from graders.submission import Submission
 from workshop import staging, submissions
@@ -101,6 +101,15 @@ def test_a_known_wrong_answer_file_scores_its_expect_points(wrong):
     unmet = {gid: p for gid, p in points.items()
              if not (expected[gid].matches(p) if gid in expected else p == full_marks(quiz)[gid])}
     assert not unmet, f"{wrong.name}: {unmet}, expected {expected}"
+
+
+@by_quiz
+def test_the_keys_answers_pass_every_public_check_and_a_missing_one_fails_it(quiz):
+    """What ``nbgrader validate`` runs in each graded cell (tests/e2e/test_validate.py runs it for one quiz)."""
+    for q in _questions(quiz):
+        grade.check_answer(quiz.name, q.id, grade.right_answer(quiz.name, q, REFERENCE_STUDENT))
+        with pytest.raises(grade.AnswerFailed, match=f"{q.id}: not written yet"):
+            grade.check_answer(quiz.name, q.id, None)
 
 
 def test_an_answer_of_the_wrong_form_fails_its_public_check_saying_the_form():
