@@ -8,21 +8,23 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 
 import nbformat
 import pytest
 from nbformat.v4 import new_notebook
 from nbgrader.utils import is_grade, is_solution
 
-from graders import autograde, gpu, tracks
+from graders import autograde, gpu, settings, tracks
 from graders.gpu import NeedsGPUWorker
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE
 from graders.quiz_engine.grade import AnswerFailed
 from graders.roofline_engine import child, feedback, grade, scoring
 from graders.roofline_engine.notebook import SETUP
 from graders.roofline_engine.operations import NOT_WRITTEN, Operation, Tensor, form_problem, timed_function
+from graders.sandbox.visible import resolved, visible, within
 from graders.submission import Submission, SubmissionError
-from workshop import submissions
+from workshop import staging, submissions
 from workshop.cells import read_cells
 
 TRACK = tracks.get("roofline")
@@ -120,6 +122,15 @@ def test_each_subject_of_the_child_runs_its_own_operation_on_inputs_drawn_afresh
     found[child.LAUNCH].prepare()
     found[child.LAUNCH].run()
     assert len(seen) == 3
+
+
+def test_the_key_is_on_a_worker_and_never_in_the_student_kit_or_the_grading_childs_sandbox():
+    key = f"tracks/roofline/{grade.KEY_FILE}"
+    assert key in {p.as_posix() for p in staging.worker_files()}
+    assert key not in {p.as_posix() for p in staging.student_files()}
+    binds = [resolved(host) for host, _ in visible(gpu=True, courses=[settings.ROOT], env=os.environ).binds]
+    assert any(host == settings.ROOT / "tracks/roofline/problem.py" for host in binds)   # the child's operations
+    assert not any(host and within(settings.ROOT.resolve() / key, host) for host in binds)
 
 
 # --- an answer's form, parsed -----------------------------------------------------------------------------
