@@ -244,8 +244,9 @@ class Harness(Bench):
     def arch(self) -> str:
         return "sm_{}{}".format(*self.torch.cuda.get_device_capability())
 
-    def load(self, source: str, function: str) -> dict:
-        self.compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch)
+    def load(self, source: str, function: str, lineinfo: bool = False) -> dict:
+        self.compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch,
+                                     lineinfo=lineinfo)
         self.kernel = self.compiled.object_code.get_kernel(function)
         return {"arch": self.compiled.arch, "resources": self.compiled.resources_dict()}
 

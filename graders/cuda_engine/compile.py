@@ -86,13 +86,14 @@ def header(defines: dict[str, int]) -> str:
 
 
 def compile_cuda(source: str, *, kernels: tuple[str, ...] = (), defines: dict[str, int] | None = None,
-                 arch: str = DEFAULT_ARCH) -> Compiled:
-    """Compile ``source`` to a cubin for ``arch``; raise `CompileError` if it fails or lacks ``kernels``."""
+                 arch: str = DEFAULT_ARCH, lineinfo: bool = False) -> Compiled:
+    """Compile ``source`` to a cubin for ``arch``; raise `CompileError` if it fails or lacks ``kernels``.
+    ``lineinfo``: with the source lines of each instruction, for a tool's report (never for a graded launch)."""
     text = header(defines or {}) + source
     obj, log = None, ""
     for no_cache in (True, False):   # False: a cuda.core or NVRTC that does not know --no-cache
         try:
-            options = _options(arch, no_cache)
+            options = _options(arch, no_cache, lineinfo)
         except TypeError:
             continue
         logs = io.StringIO()
@@ -138,8 +139,8 @@ def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str
     return ptx.decode(errors="replace").replace("\x00", "")
 
 
-def _options(arch: str, no_cache: bool) -> ProgramOptions:
-    extra = {"no_cache": True} if no_cache else {}
+def _options(arch: str, no_cache: bool, lineinfo: bool = False) -> ProgramOptions:
+    extra = ({"no_cache": True} if no_cache else {}) | ({"lineinfo": True} if lineinfo else {})
     return ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", ptxas_options="-v", **extra)
 
 

@@ -92,6 +92,10 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
         started = time.monotonic()
         result = sanitized(result, kernel, request, geometry)
         phases["sanitizer"] = round(time.monotonic() - started, 3)
+    if sanitize and settings.sanitize_enabled() and result.status == Status.CRASHED and kernel.explain_crash:
+        started = time.monotonic()
+        result = explained(result, kernel, request)
+        phases["sanitizer"] = round(time.monotonic() - started, 3)
     if profile and kernel.counter and result.status in CORRECT:
         started = time.monotonic()
         result = counted(result, spec, kernel, request)
@@ -139,6 +143,33 @@ def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) 
     if not checked["failure"]:
         return dataclasses.replace(result, details=result.details | {"sanitizer": checked})
     return _rescored(result, kernel, Status.INCORRECT, checked["failure"], correct=False, sanitizer=checked)
+
+
+def crash_shape(result: GradeResult, kernel: KernelSpec) -> tuple[int, ...] | None:
+    """The check shape a crashed kernel crashed at: the one after those it passed, before any timing; None when it
+    crashed elsewhere (compiling, timing, the re-check, starting CUDA)."""
+    checks = result.details.get("checks")
+    if checks is None or "timing" in result.details or not result.message.startswith("CUDA error while checking "
+                                                                                        "correctness"):
+        return None
+    return kernel.check_shapes[len(checks)] if len(checks) < len(kernel.check_shapes) else None
+
+
+def explained(result: GradeResult, kernel: KernelSpec, request: dict) -> GradeResult:
+    """A crashed ``result`` with memcheck's report of the crash added to its message, where its spec asks
+    (``explain_crash``): the kernel launched once more at the check shape it crashed at, compiled with its source
+    lines (`graders.cuda_engine.sanitizer.crash_report`); recorded in ``details["crash_report"]``. Unchanged where
+    the shape is not known or memcheck reports nothing; a missing compute-sanitizer still stops grading."""
+    shape = crash_shape(result, kernel)
+    if shape is None:
+        return result
+    block = sanitizer.crash_report(request, kernel, _child_env(), shape)
+    if not block:
+        return result
+    label = "x".join(map(str, shape))
+    report = "\n".join([f"compute-sanitizer --tool memcheck, one launch at shape {label}:", *(f"  {line}" for line in block)])
+    return dataclasses.replace(result, message=f"{result.message}\n{report}",
+                               details=result.details | {"crash_report": {"shape": list(shape), "lines": block}})
 
 
 def child_phases(result: GradeResult, child: ChildResult) -> dict[str, float]:

@@ -13,11 +13,12 @@ from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_ge
 
 
 def launch_once(kernel: KernelSpec, geometry: Geometry, source: str, shape: Shape, *, seed: int,
-                memory_fraction: float = 0.25) -> None:
-    """Compile ``source`` as ``kernel`` with ``geometry`` and launch it once at ``shape``, on fresh inputs into a
-    guarded output, and wait for it (also what `workshop.ncu` profiles)."""
+                memory_fraction: float = 0.25, lineinfo: bool = False) -> None:
+    """Compile ``source`` as ``kernel`` with ``geometry`` (and, with ``lineinfo``, its source lines, for the tool's
+    report) and launch it once at ``shape``, on fresh inputs into a guarded output, and wait for it (also what
+    `workshop.ncu` profiles)."""
     harness = Harness(problem(kernel.kind), geometry, memory_fraction, seed)
-    harness.load(source, kernel.function)
+    harness.load(source, kernel.function, lineinfo)
     inputs = harness.inputs(shape)
     _, out = harness.output(shape)
     harness.synchronize()
@@ -30,5 +31,5 @@ def handle(request: dict) -> dict:
     geometry = resolve_geometry(kernel, request.get("block"), request.get("tile"), request.get("params"))
     shape = tuple(request["shape"])
     launch_once(kernel, geometry, request["source"], shape, seed=int(request["seed"]),
-                memory_fraction=float(request.get("memory_fraction", 0.25)))
+                memory_fraction=float(request.get("memory_fraction", 0.25)), lineinfo=bool(request.get("lineinfo")))
     return {"launched": list(shape)}

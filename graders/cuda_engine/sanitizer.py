@@ -7,6 +7,9 @@ accesses memory outside its buffers loses its correctness points, with the sanit
 launch is at `sanitize_shape`: the spec's ``sanitize_shape``, else `public_shape`, a small check shape of the kernel
 (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
 
+`crash_report` is memcheck's report of a kernel that crashed, at the check shape where it did, compiled with its
+source lines (a spec's ``explain_crash``): the access that faulted and the line it is on.
+
 `check` is a kernel's check cell where the track has one of this kind (the debugging track): on a GPU it runs
 the kernel under the same tools, sandboxed the same way, at `public_shape`, and prints each tool's finding;
 without a GPU it says so.
@@ -73,6 +76,38 @@ def findings(tool: str, report: str) -> str:
     first = _FINDING.search(report)
     line = first.group(1).strip() if first else "see the sanitizer's report"
     return f"compute-sanitizer --tool {tool} found {max(counts)} error(s); the first: {line}"
+
+
+_BLOCK_LINE = re.compile(r"^=+ {4,}(\S.*)$")   # a line inside a finding's block: where, which thread, the address
+
+
+def first_block(report: str) -> list[str]:
+    """memcheck's first finding and the lines of its block (where it is, which thread, the address), in its words,
+    without the host backtrace; [] for a report without one."""
+    lines = report.splitlines()
+    start = next((i for i, line in enumerate(lines) if _FINDING.match(line)), None)
+    if start is None:
+        return []
+    block = [_FINDING.match(lines[start]).group(1).strip()]
+    for line in lines[start + 1:]:
+        inside = _BLOCK_LINE.match(line)
+        if not inside or inside.group(1).startswith("Saved host backtrace"):
+            break
+        block.append(inside.group(1).strip())
+    return block[:6]
+
+
+def crash_report(request: dict, kernel: KernelSpec, env: dict[str, str], shape: Shape) -> list[str]:
+    """The kernel of ``request`` launched once at ``shape`` under memcheck, compiled with its source lines: the
+    first block of memcheck's report (`first_block`), [] when it reports none. The launch is expected to fail (the
+    kernel crashed there): its child's end is not the grader's problem. Raises `SanitizerMissing` without
+    compute-sanitizer and `graders.sandbox.starvation.WorkerStarved` when the worker starved the run."""
+    wrapper = (str(tool_binary()), "--tool", "memcheck", "--kernel-name", f"kns={kernel.function}",
+               "--report-api-errors", "no", "--print-limit", "1", "--error-exitcode", "0")
+    run = run_child(CHILD, request | {"shape": list(shape), "lineinfo": True}, timeout_s=TIMEOUT_S, gpu=True,
+                    wrapper=wrapper, env=env)
+    refuse_starved(run, TIMEOUT_S)
+    return first_block(run.stdout)
 
 
 def tool_binary():

@@ -25,7 +25,10 @@ earns 0.68 of them); both counts by Nsight Compute (`graders.cuda_engine.counter
 compute-sanitizer (`graders.cuda_engine.sanitizer`) checks a correct kernel with the tools of ``sanitizer_tools``
 (a list of ``memcheck``, ``racecheck``, ``initcheck``, ``synccheck``; default: the first three; inherited like the
 geometry), once each at ``sanitize_shape`` (a shape of the kernel's kind; default: its smallest check shape of two
-blocks or more, `graders.cuda_engine.sanitizer.sanitize_shape`), for a bug that shows only at some shapes.
+blocks or more, `graders.cuda_engine.sanitizer.sanitize_shape`), for a bug that shows only at some shapes. A kernel
+with ``explain_crash = true`` that crashes at a check shape is launched there once more under memcheck, compiled with
+its source lines, and the feedback adds memcheck's report of the faulting access (`graders.cuda_engine.grade.explained`;
+the debugging track's lesson: read what the GPU worker saw).
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ MAX_THREADS = 1024
 _ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets", "measured_in"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
               "points_perf", "student_geometry", "params", "sanitizer_tools"}
-_KERNEL_KEYS = {"id", "function", "kind", "reference", "counter", "sanitize_shape"} | _INHERITED
+_KERNEL_KEYS = {"id", "function", "kind", "reference", "counter", "sanitize_shape", "explain_crash"} | _INHERITED
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")   # compute-sanitizer's tools
 DEFAULT_SANITIZER_TOOLS = SANITIZER_TOOLS[:3]
 _COUNTER_KEYS = {"metric", "relative_to", "at_most"}
@@ -98,6 +101,7 @@ class KernelSpec:
     counter: CounterRule | None = None
     sanitizer_tools: tuple[str, ...] = DEFAULT_SANITIZER_TOOLS
     sanitize_shape: tuple[int, ...] | None = None   # None: `graders.cuda_engine.sanitizer.sanitize_shape` picks
+    explain_crash: bool = False   # a crash at a check shape: memcheck's report of it in the feedback
 
     @property
     def points(self) -> float:
@@ -218,6 +222,7 @@ def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
         sanitizer_tools=_tools(raw.get("sanitizer_tools", list(DEFAULT_SANITIZER_TOOLS)), where),
         sanitize_shape=_shape(raw["sanitize_shape"], rank, f"{where} sanitize_shape")
         if "sanitize_shape" in raw else None,
+        explain_crash=_typed(raw, "explain_crash", bool, where, default=False),
     )
 
 

@@ -244,6 +244,8 @@ LEAST_WORK = {
     "row_softmax": ("dram", lambda rows, cols: 2 * 4 * rows * cols),
     "attention_decode": ("dram", lambda b, h, seq_k, d: b * h * d * (2 * 2 * seq_k + 2 + 4)),  # bf16 K V q, fp32 out
     "sgemm": ("fp32", lambda m, n, k: 2 * m * n * k),                   # M N K multiply-adds
+    "row_sum": ("dram", lambda rows, cols: 4 * rows * cols + 4 * rows),   # fp32 x read, one sum a row written
+    "copy_rows": ("dram", lambda rows, cols: 2 * 4 * rows * cols),
 }
 
 

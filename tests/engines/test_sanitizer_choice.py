@@ -1,7 +1,10 @@
 """Which compute-sanitizer tools a CUDA kernel is checked with, and where: a spec's ``sanitizer_tools`` (any of
 memcheck, racecheck, initcheck, synccheck; the first three by default) and ``sanitize_shape`` (else the smallest check
-shape of two blocks or more), each read from the spec at its edges and handed to the sanitizer as read."""
+shape of two blocks or more), each read from the spec at its edges and handed to the sanitizer as read; and a crash
+explained where the spec says ``explain_crash``: memcheck's report of the faulting access at the shape it crashed at."""
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from test_cuda_spec_rules import K1, TOP, error, spec_with
@@ -9,6 +12,8 @@ from test_grade_rules import ok_result
 
 from graders.cuda_engine import grade, sanitizer
 from graders.cuda_engine.spec import DEFAULT_SANITIZER_TOOLS, SANITIZER_TOOLS
+from graders.result import GradeResult, Status
+from graders.sandbox.run import ChildResult
 
 
 def test_by_default_three_tools_at_the_smallest_check_shape_of_two_blocks():
@@ -67,3 +72,78 @@ def test_synccheck_reports_are_read_in_its_own_words():
     assert sanitizer.findings("synccheck", SYNCCHECK) == (
         "compute-sanitizer --tool synccheck found 1 error(s); the first: Barrier error detected. Divergent thread(s) "
         "in block")
+
+
+# --- a crash explained: memcheck's report of the faulting access, where the spec asks -------------------------
+
+MISALIGNED = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 16 bytes
+=========     at copy_rows+0x1c0 in your_kernel.cu:7
+=========     by thread (0,0,0) in block (1,0,0)
+=========     Address 0x7f4c2e0013ec is misaligned
+=========     and is inside the nearest allocation at 0x7f4c2e000000 of size 4,004 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: [0x2f2e4f] in libcuda.so.1
+=========
+========= ERROR SUMMARY: 1 error
+"""
+CRASHED = "CUDA error while checking correctness: CUDA_ERROR_MISALIGNED_ADDRESS: load or store on a misaligned address"
+
+
+def test_the_first_block_of_a_memcheck_report_is_the_access_where_it_is_and_the_address_without_the_backtrace():
+    assert sanitizer.first_block(MISALIGNED) == [
+        "Invalid __global__ read of size 16 bytes", "at copy_rows+0x1c0 in your_kernel.cu:7",
+        "by thread (0,0,0) in block (1,0,0)", "Address 0x7f4c2e0013ec is misaligned",
+        "and is inside the nearest allocation at 0x7f4c2e000000 of size 4,004 bytes"]
+    assert sanitizer.first_block("========= ERROR SUMMARY: 0 errors\n") == []
+
+
+def crashed(checks, **details) -> GradeResult:
+    return GradeResult("k", Status.CRASHED, CRASHED, max_points=3.0, target="gpu",
+                       details={"score": {}, "checks": checks} | details)
+
+
+def test_the_crash_shape_is_the_check_shape_after_those_passed_and_none_outside_the_checks():
+    kernel = spec_with(top={"check_shapes": [[4, 4], [33, 65], [64, 64]]}).kernel("k")
+    assert grade.crash_shape(crashed([{"ok": True}]), kernel) == (33, 65)
+    assert grade.crash_shape(crashed([]), kernel) == (4, 4)
+    assert grade.crash_shape(crashed([{}] * 3, timing={}), kernel) is None        # after timing: the re-check
+    elsewhere = dataclasses.replace(crashed([]), message="CUDA error while timing: CUDA_ERROR_MISALIGNED_ADDRESS")
+    assert grade.crash_shape(elsewhere, kernel) is None
+
+
+def test_a_crash_explained_adds_memchecks_block_to_the_message_and_the_details(monkeypatch):
+    kernel = spec_with(top={"check_shapes": [[4, 4], [33, 65]]}, kernel={"explain_crash": True}).kernel("k")
+    runs = []
+
+    def run_child(handler, request, **options):
+        runs.append((handler, request, options))
+        return ChildResult("ok", answer={"error": "CUDA_ERROR_MISALIGNED_ADDRESS"}, stdout=MISALIGNED)
+
+    monkeypatch.setattr(sanitizer, "run_child", run_child)
+    monkeypatch.setattr(sanitizer, "tool_binary", lambda: "/cuda/bin/compute-sanitizer")
+    result = grade.explained(crashed([{"ok": True}]), kernel, {"source": "s", "kernel_id": "k"})
+    (handler, request, options), = runs
+    assert handler == sanitizer.CHILD and request == {"source": "s", "kernel_id": "k", "shape": [33, 65],
+                                                      "lineinfo": True}
+    assert options["wrapper"][:3] == ("/cuda/bin/compute-sanitizer", "--tool", "memcheck") and options["gpu"]
+    assert result.status == Status.CRASHED and result.message.splitlines() == [
+        CRASHED, "compute-sanitizer --tool memcheck, one launch at shape 33x65:",
+        "  Invalid __global__ read of size 16 bytes", "  at copy_rows+0x1c0 in your_kernel.cu:7",
+        "  by thread (0,0,0) in block (1,0,0)", "  Address 0x7f4c2e0013ec is misaligned",
+        "  and is inside the nearest allocation at 0x7f4c2e000000 of size 4,004 bytes"]
+    assert result.details["crash_report"]["shape"] == [33, 65]
+
+
+def test_a_crash_is_explained_only_where_the_spec_asks():
+    assert spec_with().kernel("k").explain_crash is False
+    assert error(kernel={"explain_crash": "yes"}) == f"{K1}: 'explain_crash' must be a bool, got 'yes'"
+    assert "unknown key(s) ['explain_crash']" in error(top={"explain_crash": True})
+
+
+def test_line_information_is_compiled_in_only_when_asked():
+    from graders.cuda_engine.compile import CELL_NAME, compile_cuda
+    source = 'extern "C" __global__ void k_fn(float* out) { out[threadIdx.x] = 1.0f; }\n'
+    plain, lines = (compile_cuda(source, kernels=("k_fn",), lineinfo=asked).cubin for asked in (False, True))
+    assert b".debug_line" in lines and CELL_NAME.encode() in lines
+    assert b".debug_line" not in plain

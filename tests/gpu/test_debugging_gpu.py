@@ -1,5 +1,6 @@
 """The debugging track (L7) on a real GPU: each sabotaged kernel scores 0 for the reason its planted bug gives (the
-race: racecheck, or wrong sums where it shows; the misaligned float4: the GPU's own misaligned-address error; the
+race: racecheck, or wrong sums where it shows; the misaligned float4: the GPU's own misaligned-address error, with
+memcheck's report of the faulting access and its line (the spec's ``explain_crash``); the
 softmax: NaN; the divergent barrier: the time limit, after which the session grades the next kernel); each is
 caught by the tool the key names, at the shape that shows it; each reference fix is right and clean under all four
 tools; a whole reference submission is graded by nbgrader within 60 s, and the untouched one's feedback shows what
@@ -44,11 +45,16 @@ def test_the_untouched_race_scores_zero_and_racecheck_names_it_when_the_sums_com
         assert result["sanitizer"]["shape"] == [3, 4097]
 
 
-def test_the_untouched_misaligned_copy_crashes_with_the_gpus_own_error_at_a_shape_that_shows_it():
+def test_the_untouched_misaligned_copy_crashes_and_its_feedback_shows_memchecks_report_of_the_faulting_line():
     result = graded("copy", SABOTAGED["copy"])
     assert result["status"] == "crashed" and result["points"] == 0, result["message"]
     assert "misaligned" in result["message"].lower(), result["message"]
     assert [c["shape"] for c in result["checks"]] == [[4, 1024], [1, 1], [1, 37]]   # right until rows misalign
+    line = answer_key("debugging")["copy_line"]
+    assert result["crash_report"]["shape"] == [5, 1001]
+    assert "compute-sanitizer --tool memcheck, one launch at shape 5x1001:" in result["message"]
+    assert "Invalid __global__ read of size 16 bytes" in result["message"], result["message"]
+    assert f"your_kernel.cu:{line}" in result["message"], result["message"]
 
 
 def test_the_untouched_softmax_scores_zero_for_its_nan():
@@ -117,7 +123,7 @@ def test_a_reference_submission_in_a_minute_and_the_untouched_ones_feedback_show
     text = {gid: "".join(o.get("text", "") + "".join(o.get("traceback", [])) for o in cell)
             for gid, cell in outputs.items()}
     assert not any(stderr_text(cell) for cell in outputs.values())
-    assert "misaligned" in text["copy_score"].lower(), text["copy_score"]
+    assert "misaligned" in text["copy_score"].lower() and "your_kernel.cu:7" in text["copy_score"], text["copy_score"]
     assert "NaN" in text["softmax_score"] and "did not finish within" in text["chunked_score"]
     assert "racecheck" in text["reduce_score"] or "row sums wrong" in text["reduce_score"], text["reduce_score"]
     write_gpu_record("debugging-nbgrader-gpu", "nbgrader autograde of the debugging track: reference and stub",

@@ -3,7 +3,8 @@ the questions), key.py (the reference's answers) and two Nsight Compute records 
 
 Per kernel: its statement with the sabotaged kernel numbered; the solution cell (``<id>_src``: the sabotaged
 kernel, which the release keeps, then the reference fix between nbgrader's solution markers: the notebook's
-language is `graders.notebook.EDIT_LANGUAGE`, whose stub is a comment); the read-only ``<id>_check`` cell
+language is `graders.notebook.EDIT_LANGUAGE`, whose stub is a comment; each string starts with the kernel's first
+line, so that a compiler's or a tool's line numbers are the statement's); the read-only ``<id>_check`` cell
 (`graders.cuda_engine.sanitizer.check`: compute-sanitizer on a GPU machine); the hidden ``<id>_score`` cell
 (public: it compiles, without the CPU preview, which would give the bug away); then the three questions of its
 diagnosis. Last, the deep-read: the two reports and their questions. Each question is a solution cell
@@ -131,8 +132,8 @@ def build() -> nbformat.NotebookNode:
             nb.markdown(f"## {n}. {title}: `{kernel.function}`\n\n{text.format(bx=bx, warps=bx // 32)} It is "
                         f"launched on one block of {bx} threads per row (`BLOCK_X` = {bx}).\n\n"
                         f"{_numbered(problem.SABOTAGED[kid])}"),
-            nb.solution(f'{kid}_src = r"""\n{problem.SABOTAGED[kid].rstrip()}\n"""\n### BEGIN SOLUTION\n'
-                        f'{kid}_src = r"""\n{fix}\n"""\n### END SOLUTION', kid),
+            nb.solution(f'{kid}_src = r"""{problem.SABOTAGED[kid].rstrip()}\n"""\n### BEGIN SOLUTION\n'
+                        f'{kid}_src = r"""{fix}\n"""\n### END SOLUTION', kid),
             nb.check_cell(f"check({NAME!r}, {kid!r}, {kid}_src)", f"{kid}_check", kid),
             nb.graded_test(f"assert_compiles({NAME!r}, {kid!r}, {kid}_src, preview=False)",
                            f"score({NAME!r}, {kid!r}, {kid}_src)", f"{kid}_score", kernel.points,
