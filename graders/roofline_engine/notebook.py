@@ -30,8 +30,8 @@ def worker_table(gpu: dict) -> str:
         ("TF32 peak (tensor cores, dense)", f"{gpu['tf32_tflops']:g} TFLOP/s", "datasheet, without sparsity"),
         ("bf16 peak (tensor cores, dense)", f"{gpu['bf16_tflops']:g} TFLOP/s", "datasheet, without sparsity"),
         ("fp8 peak (tensor cores, dense)", f"{gpu['fp8_tflops']:g} TFLOP/s", "datasheet, without sparsity"),
-        ("L2 cache", f"{gpu['l2_mib']:g} MiB", "the course's H200 records"),
-        ("SMs", f"{gpu['sms']}", "the course's H200 records"),
+        ("L2 cache", f"{gpu['l2_mib']:g} MiB", f"the course's H200 records ({gpu['record']})"),
+        ("SMs", f"{gpu['sms']}", f"the course's H200 records ({gpu['record']})"),
         ("launch overhead of one PyTorch operation", f"about {gpu['launch_overhead_us']:g} µs",
          "an estimate, not yet measured on the H200; the grader measures the worker's"),
     ]
