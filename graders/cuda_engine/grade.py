@@ -49,6 +49,7 @@ from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.starvation import refuse_starved
 
 CHILD = "graders.cuda_engine.child"
+COREDUMP_CHILD = "graders.cuda_engine.coredump_child"
 # correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
 # problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points (a counter rule short of its
 # bound is ``unmet`` too, applied after the child by `counted`, and keeps a share of the speed points)
@@ -156,20 +157,29 @@ def crash_shape(result: GradeResult, kernel: KernelSpec) -> tuple[int, ...] | No
 
 
 def explained(result: GradeResult, kernel: KernelSpec, request: dict) -> GradeResult:
-    """A crashed ``result`` with memcheck's report of the crash added to its message, where its spec asks
-    (``explain_crash``): the kernel launched once more at the check shape it crashed at, compiled with its source
-    lines (`graders.cuda_engine.sanitizer.crash_report`); recorded in ``details["crash_report"]``. Unchanged where
-    the shape is not known or memcheck reports nothing; a missing compute-sanitizer still stops grading."""
+    """A crashed ``result`` with what the GPU worker saw of the crash added to its message, where its spec asks
+    (``explain_crash``): the kernel launched twice more at the check shape it crashed at, compiled with its source
+    lines, once under memcheck (`graders.cuda_engine.sanitizer.crash_report`: the access and its line) and once with
+    the CUDA driver's core dump on, read with cuda-gdb (`graders.cuda_engine.coredump_child`: the exception, its PC
+    and line); recorded in ``details["crash_report"]`` (with why a core dump gave nothing). Unchanged where the shape
+    is not known; a missing compute-sanitizer still stops grading."""
+    from graders.cuda_engine.coredump_child import ENV   # the child's module imports CUDA's: not for every notebook
     shape = crash_shape(result, kernel)
     if shape is None:
         return result
     block = sanitizer.crash_report(request, kernel, _child_env(), shape)
-    if not block:
-        return result
+    dump = run_child(COREDUMP_CHILD, request | {"shape": list(shape)}, timeout_s=sanitizer.TIMEOUT_S, gpu=True,
+                     env=_child_env() | ENV)
+    dumped = dump.answer.get("lines", []) if dump.ok else []
     label = "x".join(map(str, shape))
-    report = "\n".join([f"compute-sanitizer --tool memcheck, one launch at shape {label}:", *(f"  {line}" for line in block)])
-    return dataclasses.replace(result, message=f"{result.message}\n{report}",
-                               details=result.details | {"crash_report": {"shape": list(shape), "lines": block}})
+    parts = ([f"compute-sanitizer --tool memcheck, one launch at shape {label}:", *(f"  {line}" for line in block)]
+             if block else [])
+    parts += ([f"the CUDA core dump of one launch at shape {label}, read with cuda-gdb:", *(f"  {line}" for line in dumped)]
+              if dumped else [])
+    why = (dump.answer.get("why") or dump.answer.get("error", "")) if dump.ok else f"its child {dump.status}: {dump.message}"
+    details = {"shape": list(shape), "lines": block, "core_dump": dumped, "core_dump_missing": "" if dumped else why}
+    message = "\n".join([result.message, *parts])
+    return dataclasses.replace(result, message=message, details=result.details | {"crash_report": details})
 
 
 def child_phases(result: GradeResult, child: ChildResult) -> dict[str, float]:

@@ -10,7 +10,7 @@ import pytest
 from test_cuda_spec_rules import K1, TOP, error, spec_with
 from test_grade_rules import ok_result
 
-from graders.cuda_engine import grade, sanitizer
+from graders.cuda_engine import coredump_child, grade, sanitizer
 from graders.cuda_engine.spec import DEFAULT_SANITIZER_TOOLS, SANITIZER_TOOLS
 from graders.result import GradeResult, Status
 from graders.sandbox.run import ChildResult
@@ -112,27 +112,63 @@ def test_the_crash_shape_is_the_check_shape_after_those_passed_and_none_outside_
     assert grade.crash_shape(elsewhere, kernel) is None
 
 
-def test_a_crash_explained_adds_memchecks_block_to_the_message_and_the_details(monkeypatch):
+CUDA_GDB = """Opening GPU coredump: /tmp/your_kernel.cudacore
+[Current focus set to CUDA kernel 0, grid 1, block (1,0,0), thread (0,0,0), device 0, sm 0, warp 0, lane 0]
+
+CUDA Exception: Warp Misaligned Address
+The exception was triggered at PC 0x7fffd3a0f1c0  copy_rows  (your_kernel.cu:7)
+#0  copy_rows<<<(5,1,1),(256,1,1)>>> (out=0x7fffc2000000, in=0x7fffc1000000, rows=5, cols=1001) at your_kernel.cu:7
+7	    for (int i = threadIdx.x; i < vectors; i += BLOCK_X) dst[i] = src[i];
+"""
+
+
+def test_cuda_gdbs_words_on_a_core_dump_are_the_exception_its_pc_and_line_and_the_frame_with_its_source():
+    assert coredump_child.exception_lines(CUDA_GDB + CUDA_GDB) == [
+        "CUDA Exception: Warp Misaligned Address",
+        "The exception was triggered at PC 0x7fffd3a0f1c0  copy_rows  (your_kernel.cu:7)",
+        "#0  copy_rows<<<(5,1,1),(256,1,1)>>> (out=0x7fffc2000000, in=0x7fffc1000000, rows=5, cols=1001) at "
+        "your_kernel.cu:7",
+        "7      for (int i = threadIdx.x; i < vectors; i += BLOCK_X) dst[i] = src[i];"]
+    assert coredump_child.exception_lines("Opening GPU coredump: x\nNo CUDA exception\n") == []
+
+
+@pytest.mark.parametrize("dump", [ChildResult("ok", answer={"lines": ["CUDA Exception: Warp Misaligned Address"],
+                                                            "why": ""}),
+                                  ChildResult("ok", answer={"lines": [], "why": "no cuda-gdb on this GPU worker"}),
+                                  ChildResult("crashed", message="exit status 134")])
+def test_a_crash_explained_adds_memchecks_block_and_the_core_dumps_lines_to_the_message(monkeypatch, dump):
     kernel = spec_with(top={"check_shapes": [[4, 4], [33, 65]]}, kernel={"explain_crash": True}).kernel("k")
     runs = []
 
-    def run_child(handler, request, **options):
+    def tool_run(handler, request, **options):
         runs.append((handler, request, options))
         return ChildResult("ok", answer={"error": "CUDA_ERROR_MISALIGNED_ADDRESS"}, stdout=MISALIGNED)
 
-    monkeypatch.setattr(sanitizer, "run_child", run_child)
+    def dump_run(handler, request, **options):
+        runs.append((handler, request, options))
+        return dump
+
+    monkeypatch.setattr(sanitizer, "run_child", tool_run)
+    monkeypatch.setattr(grade, "run_child", dump_run)
     monkeypatch.setattr(sanitizer, "tool_binary", lambda: "/cuda/bin/compute-sanitizer")
     result = grade.explained(crashed([{"ok": True}]), kernel, {"source": "s", "kernel_id": "k"})
-    (handler, request, options), = runs
+    (handler, request, options), (dump_handler, dump_request, dump_options) = runs
     assert handler == sanitizer.CHILD and request == {"source": "s", "kernel_id": "k", "shape": [33, 65],
                                                       "lineinfo": True}
     assert options["wrapper"][:3] == ("/cuda/bin/compute-sanitizer", "--tool", "memcheck") and options["gpu"]
-    assert result.status == Status.CRASHED and result.message.splitlines() == [
-        CRASHED, "compute-sanitizer --tool memcheck, one launch at shape 33x65:",
-        "  Invalid __global__ read of size 16 bytes", "  at copy_rows+0x1c0 in your_kernel.cu:7",
-        "  by thread (0,0,0) in block (1,0,0)", "  Address 0x7f4c2e0013ec is misaligned",
-        "  and is inside the nearest allocation at 0x7f4c2e000000 of size 4,004 bytes"]
-    assert result.details["crash_report"]["shape"] == [33, 65]
+    assert dump_handler == grade.COREDUMP_CHILD and dump_request == {"source": "s", "kernel_id": "k",
+                                                                     "shape": [33, 65]}
+    assert dump_options["env"]["CUDA_ENABLE_COREDUMP_ON_EXCEPTION"] == "1" and "wrapper" not in dump_options
+    memcheck = ["compute-sanitizer --tool memcheck, one launch at shape 33x65:",
+                "  Invalid __global__ read of size 16 bytes", "  at copy_rows+0x1c0 in your_kernel.cu:7",
+                "  by thread (0,0,0) in block (1,0,0)", "  Address 0x7f4c2e0013ec is misaligned",
+                "  and is inside the nearest allocation at 0x7f4c2e000000 of size 4,004 bytes"]
+    dumped = (["the CUDA core dump of one launch at shape 33x65, read with cuda-gdb:",
+               "  CUDA Exception: Warp Misaligned Address"] if dump.answer.get("lines") else [])
+    assert result.status == Status.CRASHED and result.message.splitlines() == [CRASHED, *memcheck, *dumped]
+    report = result.details["crash_report"]
+    assert report["shape"] == [33, 65] and report["core_dump_missing"] == (
+        "" if dumped else dump.answer.get("why") or "its child crashed: exit status 134")
 
 
 def test_a_crash_is_explained_only_where_the_spec_asks():

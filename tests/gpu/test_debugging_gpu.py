@@ -1,6 +1,7 @@
 """The debugging track (L7) on a real GPU: each sabotaged kernel scores 0 for the reason its planted bug gives (the
 race: racecheck, or wrong sums where it shows; the misaligned float4: the GPU's own misaligned-address error, with
-memcheck's report of the faulting access and its line (the spec's ``explain_crash``); the
+memcheck's report of the faulting access and its line, and the exception and line cuda-gdb reads from the CUDA core
+dump (the spec's ``explain_crash``); the
 softmax: NaN; the divergent barrier: the time limit, after which the session grades the next kernel); each is
 caught by the tool the key names, at the shape that shows it; each reference fix is right and clean under all four
 tools; a whole reference submission is graded by nbgrader within 60 s, and the untouched one's feedback shows what
@@ -55,6 +56,9 @@ def test_the_untouched_misaligned_copy_crashes_and_its_feedback_shows_memchecks_
     assert "compute-sanitizer --tool memcheck, one launch at shape 5x1001:" in result["message"]
     assert "Invalid __global__ read of size 16 bytes" in result["message"], result["message"]
     assert f"your_kernel.cu:{line}" in result["message"], result["message"]
+    dumped = result["crash_report"]["core_dump"]   # CUDA's core dump read with cuda-gdb on the worker
+    assert dumped and dumped[0] == "CUDA Exception: Warp Misaligned Address", result["crash_report"]
+    assert any(f"your_kernel.cu:{line}" in d for d in dumped), dumped
 
 
 def test_the_untouched_softmax_scores_zero_for_its_nan():
