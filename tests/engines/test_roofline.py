@@ -22,6 +22,7 @@ from graders.quiz_engine.grade import AnswerFailed
 from graders.roofline_engine import child, feedback, grade, scoring
 from graders.roofline_engine.notebook import SETUP
 from graders.roofline_engine.operations import NOT_WRITTEN, Operation, Tensor, form_problem, timed_function
+from graders.sandbox.run import ChildResult
 from graders.sandbox.visible import resolved, visible, within
 from graders.submission import Submission, SubmissionError
 from workshop import staging, submissions
@@ -282,6 +283,32 @@ def test_the_feedback_adds_the_roofline_figure_and_the_table_after_the_last_oper
 def base64_png(data: str) -> bytes:
     import base64
     return base64.b64decode(data)
+
+
+# --- the measurement's child, from the parent's side --------------------------------------------------------
+
+
+def test_the_measurement_is_made_once_per_process_and_a_failed_one_is_not_kept(monkeypatch):
+    """`grade.worker_measurement` with the child's results handed in (`graders.sandbox.run.ChildResult`): a child that
+    died or whose handler raised is the grader's failure, said so, and tried again on the next call; an answer is
+    kept for every later call of the process."""
+    answers = iter([ChildResult("crashed", message="killed by signal 9"),
+                    ChildResult("ok", answer={"error": "RuntimeError: CUDA error: out of memory"}),
+                    ChildResult("ok", answer=WITHIN_2X)])
+    requests = []
+    monkeypatch.setattr(grade, "run_child", lambda handler, request, **kw: requests.append((handler, request, kw))
+                        or next(answers))
+    monkeypatch.setattr(grade, "_measured", {})
+    monkeypatch.delenv("WORKSHOP_PERF_BUDGET_S", raising=False)   # the spec's budget
+    with pytest.raises(grade.MeasurementFailed, match="the grader failed: its measuring process died: killed by"):
+        grade.worker_measurement("roofline")
+    with pytest.raises(grade.MeasurementFailed, match="the grader failed: RuntimeError: CUDA error: out of memory"):
+        grade.worker_measurement("roofline")
+    assert grade.worker_measurement("roofline") is grade.worker_measurement("roofline") is WITHIN_2X
+    assert len(requests) == 3
+    handler, request, options = requests[-1]
+    assert handler == grade.CHILD and request == {"assignment": "roofline", "budget_s": 20.0}
+    assert options["gpu"] and options["timeout_s"] == 20.0 + grade.STARTUP_S
 
 
 # --- no GPU --------------------------------------------------------------------------------------------------
