@@ -50,14 +50,15 @@ Then read two Nsight Compute reports recorded on the course's H200 and say what 
 * Run the **check** cell under each kernel: it compiles your kernel, and on a machine with an NVIDIA GPU and
   compute-sanitizer it runs it under the four tools at the shape it names, sandboxed as the grader runs them, and
   prints each tool's verdict. Without a GPU it says so: what the tools found on the grading GPU is in your
-  feedback. The grader's feedback on a kernel that crashes shows the GPU's own error; on one that hangs, the time
-  limit it ran past.
+  feedback. The grader's feedback on a kernel that crashes shows the GPU's own error and, for `copy_rows`, what
+  memcheck and the CUDA core dump (read with `cuda-gdb`) say of the faulting access and its line; on one that hangs,
+  the time limit it ran past.
 * A kernel that is wrong at any shape, crashes, hangs, or that any tool reports scores 0 for its fix.
 * Each answer is a literal (`"b"`, `12`, `0.5`) in its cell, read from the file you hand in: replace `None`.
 """
 READING = """## The Nsight Compute deep-read
 
-Two reports, recorded with `ncu` (its default sections, GPU clocks left free) on the grading H200 and kept in the
+Two reports, recorded with `ncu` (GPU clocks left free) on the grading H200 and kept, as it printed them, in the
 repository's benchmark records: `benchmarks/results/{gemm}` (the warp-tiled FP32 GEMM of the GEMM worklog at
 4096 x 4096 x 4096) and `benchmarks/results/{decode}` (the attention track's decode kernel: one query token
 against a 32,768-token KV cache, batch 8, 32 heads, head_dim 128). Read the *Speed Of Light* section first (which
