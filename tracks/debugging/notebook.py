@@ -35,8 +35,8 @@ and a write, or two writes, with no barrier between them), `initcheck` (reads of
 is set, which `cuda-gdb` opens at the faulting instruction. A wrong value that no tool reports (a NaN from an
 overflow) is found by checking the results; a hang, by a time limit.
 
-Below are four kernels of the kinds you wrote in earlier tracks, each with **one planted bug** that the shape its
-check cell runs at does not show. For each:
+Below are four kernels of the kinds you wrote in earlier tracks, each with **one planted bug**: each compiles, and
+most look right at the shape their check cell runs at. For each:
 
 1. **Fix it** in its cell: edit the kernel (the release gives you the sabotaged one). The grader checks it on
    fresh inputs at more shapes, among them those that show the bug, under all four tools, and times it

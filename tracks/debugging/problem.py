@@ -7,14 +7,14 @@ hundreds and rows all hundreds below zero):
 - ``row_sum``: shape ``(rows, cols)``, fp32 ``x`` in, ``out[r] = sum of row r`` (fp32, ``rows`` values); kernels
   ``(float* out, const float* x, int rows, int cols)``, one block per row. Checked against a float64 sum: each
   value within ``ROW_SUM_RTOL`` x the sum of the row's magnitudes (fp32 rounding of any summation order over these
-  sizes is under a quarter of it; a lost element or a stale partial sum is far more). Timed against ``torch.sum``
-  over the rows, work in bytes (the matrix read once, the sums written once).
+  sizes is under a quarter of it; a wrong sum is far more). Timed against ``torch.sum`` over the rows, work in bytes
+  (the matrix read once, the sums written once).
 - ``copy_rows``: shape ``(rows, cols)``, ``out = x``, one block per row, bit-identical; timed against a
-  device-to-device copy of the same bytes. Every row starts ``4 * row * cols`` bytes into 16-byte aligned buffers,
-  so a ``float4`` access at a row's start is aligned only when ``cols`` is a multiple of 4.
+  device-to-device copy of the same bytes. Both buffers start on a 16-byte boundary (fresh allocations; the output
+  1 MiB into its guarded buffer).
 
 ``SABOTAGED`` holds each kernel as the release gives it, one planted bug each, shown numbered in the notebook (a
-line question's answer is a line of it). ``QUESTIONS`` is built on first use (`__getattr__`): the grading children,
+line question's answer is a line of it; the answers are in ``key.py``, which students do not get). ``QUESTIONS`` is built on first use (`__getattr__`): the grading children,
 which import this module for its kinds, never import the quiz engine.
 """
 from __future__ import annotations
