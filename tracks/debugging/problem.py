@@ -19,6 +19,7 @@ which import this module for its kinds, never import the quiz engine.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from graders.cuda_engine.problems import Problem, Shape, Tensor, copy_bytes, matrix_bytes, random_matrix
@@ -47,8 +48,10 @@ def row_sum_mismatch(out: Tensor, expected: RowSums) -> str:
     if not count:
         return ""
     r = int(bad.nonzero()[0][0])
+    got = float(out[r])
+    never = " (NaN: never written, or made from one)" if math.isnan(got) else ""
     return (f"{count} of {out.numel()} row sums wrong; first out[{r}]: expected {float(expected.exact[r]):.9g}, got "
-            f"{float(out[r]):.9g}")
+            f"{got:.9g}{never}")
 
 
 def _torch_row_sum(out: Tensor, inputs: list[Tensor]) -> None:
