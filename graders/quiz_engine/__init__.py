@@ -5,7 +5,9 @@ A quiz track (``[assignment] engine = "quiz"``) brings its questions in ``proble
 -> a choice's letter, a line number, or for a numeric question a function of the student's numbers). Each question
 is one solution cell (``<id> = None``, the student writes the literal) and one graded cell whose hidden test is
 `graders.quiz_engine.grade.grade_answer`, called by the trusted grader with the literal parsed from the solution
-cell (`graders.submission`); no student code runs, so no sandboxed child is needed.
+cell (`graders.submission`); no student code runs, so no sandboxed child is needed. A CUDA track may bring questions
+the same way beside its kernels (``QUESTIONS`` in its ``problem.py``, ``KEY`` in its ``key.py``; the debugging track's
+diagnosis and deep-read), its notebook making the same two cells per question.
 
 Where the key lives: ``key.py`` is none of the grader files (`graders.tracks.GRADER_FILES`), which go into the
 student kit and are visible inside every sandbox (a notebook's kernel could print them into its feedback). It is
