@@ -22,7 +22,9 @@ Phases (`check_and_time`), each stopping at the first failure:
    beside the kernel's, not scored;
 4. correctness again on fresh inputs at every shape *after* timing.
 A kernel whose SASS misses its problem's requirements (`Problem.sass_requirements`: no tensor cores in an
-FP32 GEMM) is still checked and timed, then gets status ``unmet``: correctness points only.
+FP32 GEMM) or its spec's (``sass_requirements``: HGMMA in a wgmma step) is still checked and timed, then gets
+status ``unmet``: correctness points only. A kernel whose spec asks for sm_90a, dynamic shared memory, clusters or
+tensor maps is launched through ``cuLaunchKernelEx`` (`graders.cuda_engine.extended_launch`).
 A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
 one. A child may grade the next kernel of the same submission (`reusable`, `graders.sandbox.session`) only
 after a grading whose kernel never ran or ran right everywhere; after anything else the next kernel gets a
@@ -44,7 +46,9 @@ try:
 except ImportError:  # cuda.core before 0.4
     from cuda.core.experimental import Device, LaunchConfig, launch
 
+from graders.cuda_engine import extended_launch
 from graders.cuda_engine.compile import CompileError, compile_cuda
+from graders.cuda_engine.extended_launch import LaunchFeatures, compile_arch
 from graders.cuda_engine.problems import InstructionProbe, Problem, Shape, problem
 from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.cuda_engine.timing import Subject
@@ -89,8 +93,9 @@ class Bench:
     def launch(self, out, inputs: list, shape: Shape) -> None:
         raise NotImplementedError
 
-    def sass_failures(self, function: str) -> list[str]:
-        """Why the loaded kernel misses its problem's SASS requirements (`Problem.sass_requirements`)."""
+    def sass_failures(self, function: str, *extra: str) -> list[str]:
+        """Why the loaded kernel misses its problem's SASS requirements (`Problem.sass_requirements`) and the
+        ``extra`` ones of its spec."""
         return []
 
     def timer(self, subjects: dict):
@@ -226,9 +231,12 @@ class Harness(Bench):
     """The grading bench: GPU 0, one cuda.core stream, one NVRTC-compiled kernel."""
 
     device = "cuda"
+    features = LaunchFeatures()   # the spec's launch keys (`graders.cuda_engine.extended_launch`); none by default
 
-    def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int):
+    def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int,
+                 features: LaunchFeatures = LaunchFeatures()):
         import torch
+        self.features = features
         torch.cuda.set_device(0)
         torch.cuda.init()
         torch.cuda.set_per_process_memory_fraction(memory_fraction)
@@ -242,25 +250,46 @@ class Harness(Bench):
 
     @property
     def arch(self) -> str:
-        return "sm_{}{}".format(*self.torch.cuda.get_device_capability())
+        return compile_arch(self.features.arch, "sm_{}{}".format(*self.torch.cuda.get_device_capability()))
 
     def load(self, source: str, function: str, lineinfo: bool = False) -> dict:
         self.compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch,
                                      lineinfo=lineinfo)
         self.kernel = self.compiled.object_code.get_kernel(function)
+        if self.features.dynamic_smem:
+            extended_launch.allow_dynamic_smem(self.kernel.handle, 0, self.features.dynamic_smem,
+                                               self.torch.cuda.get_device_name(0))
         return {"arch": self.compiled.arch, "resources": self.compiled.resources_dict()}
 
-    def sass_failures(self, function: str) -> list[str]:
+    def sass_failures(self, function: str, *extra: str) -> list[str]:
         from graders.cuda_engine import sass
-        return sass.check(self.compiled.cubin, function, self.problem.sass_requirements,
+        return sass.check(self.compiled.cubin, function, (*self.problem.sass_requirements, *extra),
                           disassemble_always=False)[0]
 
     def launch(self, out, inputs: list, shape: Shape) -> None:
         grid = self.problem.grid(shape, self.geometry.tile)
+        if self.features.through_driver:
+            self.launch_extended(grid, out, inputs, shape)
+            return
         config = LaunchConfig(grid=grid, block=(*self.geometry.block, 1))
         args = [np.uint64(t.data_ptr()) for t in (out, *inputs)]
         args += [np.int32(v) for v in self.problem.sizes(shape)]
         launch(self.stream, config, self.kernel, *args)
+
+    def launch_extended(self, grid: tuple[int, int, int], out, inputs: list, shape: Shape) -> None:
+        """The launch through ``cuLaunchKernelEx``: dynamic shared memory, the cluster attribute and the spec's
+        tensor maps encoded over this launch's tensors, after the pointers and sizes."""
+        tensors = dict(zip(extended_launch.operand_names(self.problem.signature), (out, *inputs)))
+        maps = [extended_launch.encode(extended_launch.map_fields(
+                    spec, str(tensors[spec.operand].dtype).removeprefix("torch."), tuple(tensors[spec.operand].shape),
+                    tuple(tensors[spec.operand].stride()), tensors[spec.operand].element_size(),
+                    self.geometry.defines()), tensors[spec.operand].data_ptr())
+                for spec in self.features.tensor_maps]
+        arguments = extended_launch.KernelArguments([t.data_ptr() for t in (out, *inputs)],
+                                                    list(self.problem.sizes(shape)), maps)
+        config = extended_launch.launch_config(grid, (*self.geometry.block, 1), int(self.stream.handle),
+                                               self.features)
+        extended_launch.launch(self.kernel.handle, config, arguments)
 
     def instruction_ceiling(self, probe: InstructionProbe) -> dict:
         """``probe`` on every SM (PROBE_BLOCKS_PER_SM blocks of PROBE_THREADS threads each), the median of
@@ -385,9 +414,10 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
         finally:
             clock.done("compile")
         unmet = []
-        if bench.problem.sass_requirements:
-            unmet = bench.sass_failures(kernel.function)
-            result["sass"] = {"requirements": list(bench.problem.sass_requirements), "unmet": unmet}
+        requirements = [*bench.problem.sass_requirements, *kernel.sass_requirements]
+        if requirements:
+            unmet = bench.sass_failures(kernel.function, *kernel.sass_requirements)
+            result["sass"] = {"requirements": requirements, "unmet": unmet}
             clock.done("sass")
         phase = "checking correctness"
         result["checks"] = checks = []
@@ -457,7 +487,7 @@ def handle(request: dict) -> dict:
         result["geometry"]["params"] = dict(geometry.params)
     clock.done("setup")
     try:
-        harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed)
+        harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed, kernel.launch)
         result["environment"] = environment()
     except Exception as exc:
         if not _is_cuda_error(exc):

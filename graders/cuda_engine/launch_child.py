@@ -17,7 +17,7 @@ def launch_once(kernel: KernelSpec, geometry: Geometry, source: str, shape: Shap
     """Compile ``source`` as ``kernel`` with ``geometry`` (and, with ``lineinfo``, its source lines, for the tool's
     report) and launch it once at ``shape``, on fresh inputs into a guarded output, and wait for it (also what
     `workshop.ncu` profiles)."""
-    harness = Harness(problem(kernel.kind), geometry, memory_fraction, seed)
+    harness = Harness(problem(kernel.kind), geometry, memory_fraction, seed, kernel.launch)
     harness.load(source, kernel.function, lineinfo)
     inputs = harness.inputs(shape)
     _, out = harness.output(shape)

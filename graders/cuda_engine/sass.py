@@ -12,7 +12,8 @@ it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
   the module's static global memory and device-side malloc
   (`graders.cuda_engine.compile.global_memory`, read from the cubin's ELF);
 - `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...), `opcode_count` any one opcode
-  (LDSM: ldmatrix, LDGSTS: cp.async); ``e4m3`` asks for fp8 operands on the tensor cores, which on sm_90
+  (LDSM: ldmatrix, LDGSTS: cp.async; on sm_90a HGMMA: wgmma, UTMALDG: a TMA tile load, SYNCS: mbarrier
+  operations); ``e4m3`` asks for fp8 operands on the tensor cores, which on sm_90
   (no fp8 mma.sync in hardware) are F2FP.F16.E4M3 conversions before fp16 HMMA;
 - `ptx_opcodes` lists the instructions of the kernel's PTX, for the one requirement SASS cannot decide
   (``mma_sync``: WMMA and mma.sync compile to the same HMMA and LDSM);
@@ -266,6 +267,28 @@ def _e4m3(sass: str, usage: dict[str, int]) -> str:
             "Multiply with mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
 
 
+def _wgmma(sass: str, usage: dict[str, int]) -> str:
+    if opcode_count(sass, "HGMMA"):
+        return ""
+    found = ", ".join(f"{n} x {op}" for op, n in tensor_core_ops(sass).items()) or "no tensor-core instruction"
+    return (f"its products are not warpgroup MMAs: the SASS has no HGMMA (wgmma.mma_async, sm_90a), only {found}. "
+            "Multiply with wgmma.mma_async from shared-memory descriptors")
+
+
+def _tma(sass: str, usage: dict[str, int]) -> str:
+    if opcode_count(sass, "UTMALDG"):
+        return ""
+    return ("its tiles are not loaded by the tensor memory accelerator: the SASS has no UTMALDG. Copy each tile "
+            "with cp.async.bulk.tensor from the tensor map the grader passes")
+
+
+def _mbarrier(sass: str, usage: dict[str, int]) -> str:
+    if opcode_count(sass, "SYNCS"):
+        return ""
+    return ("it waits on no mbarrier: the SASS has no SYNCS. Complete each copy on an mbarrier "
+            "(mbarrier.arrive.expect_tx, then mbarrier.try_wait.parity)")
+
+
 _PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PTX_PREFIX = re.compile(r"^(?:[$\w]+:\s*)?(?:@!?%?\w+\s+)?")   # a label, then a predicate
 _PTX_MNEMONIC = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*")
@@ -304,6 +327,9 @@ REQUIREMENTS = {
     "e4m3": (_e4m3, "e4m3 operands on the tensor cores (QMMA .E4M3; on sm_90, F2FP.F16.E4M3 conversions and fp16 "
                     "HMMA)"),
     "mma_sync": (_mma_sync, "tensor-core products through mma.sync, not WMMA (read from the PTX)"),
+    "wgmma": (_wgmma, "warpgroup MMAs from shared memory (wgmma, HGMMA)"),
+    "tma": (_tma, "tiles loaded by the tensor memory accelerator (cp.async.bulk.tensor, UTMALDG)"),
+    "mbarrier": (_mbarrier, "copies completed on an mbarrier (SYNCS)"),
     "no_global_scratch": (_no_global_scratch, "no intermediates in global memory: at most 1 MiB of `__device__` "
                                               "variables, no device-side malloc"),
 }

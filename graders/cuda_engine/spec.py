@@ -29,6 +29,12 @@ blocks or more, `graders.cuda_engine.sanitizer.sanitize_shape`), for a bug that 
 with ``explain_crash = true`` that crashes at a check shape is launched there once more under memcheck, compiled with
 its source lines, and the feedback adds memcheck's report of the faulting access (`graders.cuda_engine.grade.explained`;
 the debugging track's lesson: read what the GPU worker saw).
+
+A Hopper kernel may ask for ``arch`` (e.g. ``"sm_90a"``), ``dynamic_smem`` (bytes), ``cluster`` ([X, Y] blocks) and
+``tensor_maps`` (kernel parameters after the sizes, each over an operand of the signature): see
+`graders.cuda_engine.extended_launch`. ``sass_requirements`` (names in `graders.cuda_engine.sass.REQUIREMENTS`
+read from the SASS) are added to the problem's own: a correct kernel that misses one is ``unmet`` and keeps its
+correctness points only (a wgmma step handed an mma.sync kernel).
 """
 from __future__ import annotations
 
@@ -39,13 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders import settings
+from graders.cuda_engine.extended_launch import LaunchFeatures, cluster_problem, parse_features
 from graders.cuda_engine.problems import kinds, problem
 
 MAX_THREADS = 1024
 
 _ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets", "measured_in"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
-              "points_perf", "student_geometry", "params", "sanitizer_tools"}
+              "points_perf", "student_geometry", "params", "sanitizer_tools", "arch", "dynamic_smem", "cluster",
+              "tensor_maps", "sass_requirements"}
 _KERNEL_KEYS = {"id", "function", "kind", "reference", "counter", "sanitize_shape", "explain_crash"} | _INHERITED
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")   # compute-sanitizer's tools
 DEFAULT_SANITIZER_TOOLS = SANITIZER_TOOLS[:3]
@@ -102,6 +110,8 @@ class KernelSpec:
     sanitizer_tools: tuple[str, ...] = DEFAULT_SANITIZER_TOOLS
     sanitize_shape: tuple[int, ...] | None = None   # None: `graders.cuda_engine.sanitizer.sanitize_shape` picks
     explain_crash: bool = False   # a crash at a check shape: memcheck's report of it in the feedback
+    launch: LaunchFeatures = LaunchFeatures()   # sm_90a, dynamic shared memory, clusters, tensor maps
+    sass_requirements: tuple[str, ...] = ()     # beyond the problem's own
 
     @property
     def points(self) -> float:
@@ -204,14 +214,25 @@ def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
     if not 0 <= floor < target:
         raise SpecError(f"{where}: need 0 <= floor < target, got floor={floor}, target={target}")
     reference = raw.get("reference")
+    definition = problem(kind, engine)
+    try:
+        launch = parse_features(raw, definition.signature)
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    geometry = make_geometry(_pair(raw, "block", where), _pair(raw, "tile", where), where,
+                             _params(raw.get("params", {}), where))
+    shapes = [_shape(s, rank, f"{where} check_shapes") for s in check_shapes]
+    for shape in [*shapes, _shape(raw.get("perf_shape"), rank, f"{where} perf_shape")] if launch.cluster else []:
+        found = cluster_problem(launch.cluster, definition.grid(shape, geometry.tile), "x".join(map(str, shape)))
+        if found:
+            raise SpecError(f"{where}: {found}")
     return KernelSpec(
         id=_typed(raw, "id", str, where),
         function=_typed(raw, "function", str, where),
         kind=kind,
-        geometry=make_geometry(_pair(raw, "block", where), _pair(raw, "tile", where), where,
-                               _params(raw.get("params", {}), where)),
+        geometry=geometry,
         student_geometry=_typed(raw, "student_geometry", bool, where, default=False),
-        check_shapes=tuple(_shape(s, rank, f"{where} check_shapes") for s in check_shapes),
+        check_shapes=tuple(shapes),
         perf_shape=_shape(raw.get("perf_shape"), rank, f"{where} perf_shape"),
         points_correct=float(_number(raw, "points_correct", where)),
         points_perf=float(_number(raw, "points_perf", where)),
@@ -223,7 +244,20 @@ def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
         sanitize_shape=_shape(raw["sanitize_shape"], rank, f"{where} sanitize_shape")
         if "sanitize_shape" in raw else None,
         explain_crash=_typed(raw, "explain_crash", bool, where, default=False),
+        launch=launch,
+        sass_requirements=_sass_requirements(raw.get("sass_requirements", []), where),
     )
+
+
+def _sass_requirements(value, where: str) -> tuple[str, ...]:
+    """Names of `graders.cuda_engine.sass.REQUIREMENTS` that the grading child reads from the SASS."""
+    if value == []:
+        return ()
+    from graders.cuda_engine.sass import READS_PTX, REQUIREMENTS
+    allowed = sorted(set(REQUIREMENTS) - READS_PTX)
+    if not isinstance(value, list) or any(r not in allowed for r in value):
+        raise SpecError(f"{where}: sass_requirements must be a list of names among {allowed}, got {value!r}")
+    return tuple(value)
 
 
 def _tools(value, where: str) -> tuple[str, ...]:

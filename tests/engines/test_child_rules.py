@@ -250,8 +250,8 @@ def test_handle_grades_the_requested_kernel_with_the_defaults(gpu):
     assert answer == {
         "kernel_id": "padded", "geometry": {"block": list(PADDED.geometry.block), "tile": list(PADDED.geometry.tile)},
         "seed": 42, "environment": {"gpu": "stand-in"}, "status": Status.OK, "message": ""}
-    definition, geometry, memory_fraction, seed = gpu["harness"]
-    assert definition == problem("transpose") and geometry == PADDED.geometry
+    definition, geometry, memory_fraction, seed, features = gpu["harness"]
+    assert definition == problem("transpose") and geometry == PADDED.geometry and features == PADDED.launch
     assert (memory_fraction, seed) == (0.25, 42) and isinstance(memory_fraction, float)
     assert gpu["check_and_time"] == ("the harness", PADDED, "src", 10.0)
 
@@ -265,7 +265,7 @@ def test_handle_passes_the_students_launch_budget_and_memory_fraction(gpu):
     assert answer["kernel_id"] == "autotuned"
     assert answer["geometry"] == {"block": [8, 32], "tile": [128, 64], "params": {"BK": 16}}
     geometry = resolve_geometry(tuned, [8, 32], [128, 64], {"BK": 16})
-    assert gpu["harness"] == (problem("sgemm"), geometry, 0.5, 42)
+    assert gpu["harness"] == (problem("sgemm"), geometry, 0.5, 42, tuned.launch)
     assert gpu["check_and_time"] == ("the harness", tuned, "src", 2.5)
 
 

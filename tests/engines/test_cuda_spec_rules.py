@@ -64,7 +64,7 @@ def test_measured_targets_and_their_records_come_together():
 
 
 def test_assignment_rules_name_the_assignment_table():
-    assert error({"bogus": 1}).startswith(f"{TOP}: unknown key(s) ['bogus']; allowed: ['block', ")
+    assert error({"bogus": 1}).startswith(f"{TOP}: unknown key(s) ['bogus']; allowed: ['arch', 'block', ")
     assert error({"name": None}) == f"{TOP}: missing 'name'"
     assert error({"name": 3}) == f"{TOP}: 'name' must be a str, got 3"
     assert error({"requires_gpu": 1}) == f"{TOP}: 'requires_gpu' must be a bool, got 1"
