@@ -115,6 +115,17 @@ def test_each_reference_fix_is_right_and_clean_under_all_four_tools(kernel_id):
         kernel, kernel.geometry))
 
 
+def test_the_check_cell_runs_the_four_tools_at_its_shape_and_prints_each_verdict(capsys):
+    sanitizer.check("debugging", "reduce", SABOTAGED["reduce"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("block_sum compiles for sm_90") and len(lines) == 5, lines
+    assert lines[2].startswith("✗ compute-sanitizer --tool racecheck found "), lines   # the race, at 4 x 1000 too
+    sanitizer.check("debugging", "reduce", SPEC.kernel("reduce").reference.read_text())
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"✓ compute-sanitizer --tool {tool}: no error at shape 4x1000"
+        for tool in ("memcheck", "racecheck", "initcheck", "synccheck")]
+
+
 def test_a_reference_submission_in_a_minute_and_the_untouched_ones_feedback_shows_what_the_worker_saw(
         tmp_path, monkeypatch):
     monkeypatch.setenv("WORKSHOP_CELL_TIMEOUT", "150")

@@ -3,7 +3,8 @@ NVRTC as the spec launches it; the release keeps each sabotaged kernel and a ``N
 key names is the line the statement numbers; the deep-read's key is what the Nsight Compute records say; the
 diagnosis and deep-read answers graded through the trusted path in this process (the reference full, the stub 0, a
 file of guesses its ``expect:`` points); the check cell without a GPU; the graded cell's public part without the
-CPU preview. The fixes graded on a GPU, the tools catching each bug and the hang bounded: tests/gpu/test_debugging_gpu.py."""
+CPU preview; and on the CPU preview, each fix right and each sabotaged kernel wrong where its bug shows. The fixes
+graded on a GPU, the tools catching each bug and the hang bounded: tests/gpu/test_debugging_gpu.py."""
 from __future__ import annotations
 
 import logging
@@ -204,3 +205,24 @@ def test_the_public_part_of_a_graded_cell_runs_no_cpu_preview(monkeypatch, capsy
         pytest.skip("no g++ here for the CPU preview")
     with pytest.raises(grade.KernelFailed, match="reduce: CPU preview, shape .*: a race"):
         grade.assert_compiles("debugging", "reduce", PROBLEM.SABOTAGED["reduce"])
+
+
+# The CPU preview (graders/cuda_engine/preview.py: threads one at a time between barriers, in two orders) off the
+# notebook's cells but here: each reference fix right at the shapes that show its bug, each sabotaged kernel wrong
+# there for the reason its bug gives (the float4's misalignment shows as an access outside every buffer: the
+# emulation's memory is not the GPU's, but the access is as far off).
+PREVIEWED = {"reduce": ((2, 4097), "race"), "copy": ((5, 1001), "out_of_bounds"),
+             "softmax": ((4, 1000), "incorrect"), "chunked": ((1, 1), "deadlock")}
+
+
+@pytest.mark.parametrize("kernel_id", list(PREVIEWED))
+def test_on_the_cpu_preview_the_fix_is_right_and_the_sabotaged_kernel_wrong_where_the_bug_shows(kernel_id):
+    from graders.cuda_engine import preview
+    if preview.toolchain() is None:
+        pytest.skip("no g++ here for the CPU preview")
+    kernel = SPEC.kernel(kernel_id)
+    shape, finding = PREVIEWED[kernel_id]
+    fixed = preview.run_preview(kernel, kernel.geometry, kernel.reference.read_text(), [shape], time_limit_s=5)
+    assert fixed.verdict == "correct", fixed.line
+    broken = preview.run_preview(kernel, kernel.geometry, PROBLEM.SABOTAGED[kernel_id], [shape], time_limit_s=5)
+    assert (broken.verdict, broken.finding) == ("wrong", finding), broken.line
