@@ -162,6 +162,14 @@ def test_a_forked_request_leaves_no_file_or_process_to_the_next(fake_env):
         assert marker not in fork(fake_env).answer["scratch"] and session.started == 1
 
 
+def test_a_module_a_forked_request_plants_in_its_working_directory_is_never_imported(fake_env):
+    name = f"kw_planted_{uuid.uuid4().hex[:12]}"
+    with ChildSession():
+        assert fork(fake_env, plant=name, **{"import": name}).answer["imported"] is False
+        assert fork(fake_env, **{"import": name}).answer["imported"] is False
+    assert run_child(SERVED, {"plant": name, "import": name}, timeout_s=30, env=fake_env).answer["imported"] is True
+
+
 def test_a_forked_request_that_dies_or_answers_too_much_is_a_crash_and_the_child_serves_on(fake_env):
     with ChildSession() as session:
         died = fork(fake_env, exit=3)

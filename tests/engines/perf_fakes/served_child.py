@@ -2,6 +2,7 @@
 process has answered, and does what a hostile request might (leaves files and processes behind)."""
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import time
@@ -24,7 +25,15 @@ def handle(request: dict) -> dict:
         for folder in ("/tmp", "/dev/shm"):
             Path(folder, request["leave"]).write_text("left behind")
         subprocess.Popen(["sleep", "600", request["leave"]], start_new_session=True)
-    return {"served": SERVED, "fit": request.get("fit", True), "pad": request.get("pad", ""), "pid": os.getpid(),
+    if request.get("plant"):   # a module in the working directory, which `python -m` puts first on sys.path
+        Path(request["plant"] + ".py").write_text("PLANTED = True\n")
+    imported = None
+    if request.get("import"):
+        try:
+            imported = importlib.import_module(request["import"]).PLANTED
+        except ImportError:
+            imported = False
+    return {"imported": imported, "served": SERVED, "fit": request.get("fit", True), "pad": request.get("pad", ""), "pid": os.getpid(),
             "imported_by": IMPORTED_BY, "scratch": sorted(os.listdir("/tmp") + os.listdir("/dev/shm"))}
 
 
