@@ -138,8 +138,10 @@ def test_the_deep_reads_key_is_what_the_records_say():
         assert key[f"{prefix}_occupancy"]({}) == _metric(record, kernel, "Achieved Occupancy")
         assert key[f"{prefix}_dram"]({}) == pytest.approx(_metric(record, kernel, "DRAM Throughput") / 100)
         memory, compute = (_metric(record, kernel, m) for m in ("Memory Throughput", "Compute (SM) Throughput"))
-        assert key[f"{prefix}_limit"] == ("a" if memory > compute else "b")
+        # ncu's rule: both under 60% of peak "typically indicate latency issues"
+        assert key[f"{prefix}_limit"] == ("c" if max(memory, compute) < 60 else "a" if memory > compute else "b")
     assert _metric(*PROBLEM.NCU_RECORDS["gemm"][:2], "Block Limit Registers") == 1
+    assert _metric(*PROBLEM.NCU_RECORDS["tc"][:2], "Block Limit Registers") == 2
     assert (_metric(*PROBLEM.NCU_RECORDS["decode"][:2], "Theoretical Occupancy"),
             _metric(*PROBLEM.NCU_RECORDS["decode"][:2], "Waves Per SM")) == (75, 0.65)
 

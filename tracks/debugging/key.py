@@ -1,7 +1,7 @@
 """The debugging track's answer key (`graders.quiz_engine`): the diagnosis of each sabotaged kernel, and the
 Nsight Compute deep-read read off the records its notebook shows (benchmarks/results/gemm/gemm-ncu-profile-4096-
 20261202.txt: sgemm_warptiling; benchmarks/results/attention/attention-ncu-profile-20261204-8x32x32768x128.txt:
-attention_decode)."""
+attention_decode; benchmarks/results/tensorcores/tensorcores-ncu-profile-20261204.txt: tc_warptiling)."""
 from graders import tracks
 
 SABOTAGED = tracks.get("debugging").problem_module().SABOTAGED
@@ -31,4 +31,9 @@ KEY = {
     # Theoretical Occupancy 75%, Achieved 48.39%, Waves Per SM 0.65 (256 blocks, 132 SMs)
     "decode_limit": "a", "decode_stall": "a", "decode_occupancy": lambda n: 48.39, "decode_occupancy_why": "b",
     "decode_dram": lambda n: 0.7573,
+    # tc_warptiling: Compute (SM) 43.72%, Memory 37.30%, both under the 60% below which ncu's rule says "latency
+    # issues"; the only stall named is a fixed-latency dependency (1.9 of 4.6 cycles, 41.6%); Achieved Occupancy
+    # 12.18% of a theoretical 12.50%: Block Limit Registers 2 (236 per thread) and Block Limit Shared Mem 2
+    "tc_limit": "c", "tc_stall": "e", "tc_occupancy": lambda n: 12.18, "tc_occupancy_why": "a",
+    "tc_dram": lambda n: 0.0955,
 }

@@ -45,7 +45,7 @@ most look right at the shape their check cell runs at. For each:
 2. **Diagnose it**: which tool catches it, the line that faults (or that must change), numbered as the statement
    numbers the kernel, and the class of bug: three literal answers.
 
-Then read two Nsight Compute reports recorded on the course's H200 and say what limits each kernel.
+Then read three Nsight Compute reports recorded on the course's H200 and say what limits each kernel.
 
 * Run the **check** cell under each kernel: it compiles your kernel, and on a machine with an NVIDIA GPU and
   compute-sanitizer it runs it under the four tools at the shape it names, sandboxed as the grader runs them, and
@@ -58,12 +58,14 @@ Then read two Nsight Compute reports recorded on the course's H200 and say what 
 """
 READING = """## The Nsight Compute deep-read
 
-Two reports, recorded with `ncu` (GPU clocks left free) on the grading H200 and kept, as it printed them, in the
+Three reports, recorded with `ncu` (GPU clocks left free) on the grading H200 and kept, as it printed them, in the
 repository's benchmark records: `benchmarks/results/{gemm}` (the warp-tiled FP32 GEMM of the GEMM worklog at
-4096 x 4096 x 4096) and `benchmarks/results/{decode}` (the attention track's decode kernel: one query token
-against a 32,768-token KV cache, batch 8, 32 heads, head_dim 128). Read the *Speed Of Light* section first (which
-of memory and compute is busiest, as a percent of its peak), then *Warp State Statistics* (what the warps wait
-for), then *Launch Statistics* and *Occupancy* (how many warps an SM holds, what limits it, and what was achieved).
+4096 x 4096 x 4096), `benchmarks/results/{decode}` (the attention track's decode kernel: one query token against a
+32,768-token KV cache, batch 8, 32 heads, head_dim 128) and `benchmarks/results/{tc}` (the tensor-core worklog's
+warp-tiled bf16 kernel at 4096 x 4096 x 4096). Read the *Speed Of Light* section first (which of memory and
+compute is busiest, as a percent of its peak; both under about 60% is, in ncu's own words, a sign of latency
+issues), then *Scheduler* and *Warp State Statistics* (how many warps are eligible, what the others wait for), then
+*Launch Statistics* and *Occupancy* (how many warps an SM holds, what limits it, and what was achieved).
 """
 
 

@@ -201,6 +201,8 @@ NCU_RECORDS = {
              "the GEMM worklog's warp-tiled FP32 kernel at M = N = K = 4096"),
     "decode": ("attention/attention-ncu-profile-20261204-8x32x32768x128.txt", "attention_decode",
                "the attention track's decode kernel: batch 8, 32 heads, a KV cache of 32,768 tokens, head_dim 128"),
+    "tc": ("tensorcores/tensorcores-ncu-profile-20261204.txt", "tc_warptiling",
+           "the tensor-core worklog's warp-tiled bf16 mma.sync kernel at M = N = K = 4096"),
 }
 LIMIT_OPTIONS = {
     "a": "memory: DRAM bandwidth",
@@ -212,6 +214,7 @@ STALL_OPTIONS = {
     "b": "not selected: eligible, but the scheduler issued another warp",
     "c": "barrier: waiting at __syncthreads()",
     "d": "short scoreboard: waiting for shared memory",
+    "e": "wait: a fixed-latency dependency (the result of an instruction issued just before)",
 }
 
 
@@ -233,6 +236,12 @@ def _questions() -> list:
     why = {
         "gemm": ("why is its achieved occupancy what it is?", {
             "a": "its registers per thread (and its shared memory per block) let one 256-thread block, 8 warps of "
+                 "the 64, run on an SM",
+            "b": "its grid has too few blocks to give every SM one",
+            "c": "its blocks' work is unbalanced: theoretical occupancy is far higher than achieved",
+            "d": "the limit on barriers per SM"}),
+        "tc": ("why is its achieved occupancy what it is?", {
+            "a": "its registers per thread and its shared memory per block let two 128-thread blocks, 8 warps of "
                  "the 64, run on an SM",
             "b": "its grid has too few blocks to give every SM one",
             "c": "its blocks' work is unbalanced: theoretical occupancy is far higher than achieved",
