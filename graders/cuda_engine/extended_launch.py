@@ -198,11 +198,6 @@ def encode(fields: MapFields, address: int) -> bytes:
     return struct.pack("<16Q", *tensor_map.opaque)
 
 
-class _TensorMap(ctypes.Structure):
-    _fields_ = [("opaque", ctypes.c_uint64 * 16)]
-    _align_ = 64
-
-
 class KernelArguments:
     """A kernel's arguments as ``cuLaunchKernelEx`` takes them: ``address`` is a ``void**`` array whose entries
     point at each argument's bytes (pointers as 64-bit ints, sizes as 32-bit ints, tensor maps as 128 bytes,
@@ -210,11 +205,16 @@ class KernelArguments:
 
     def __init__(self, pointers: list[int], sizes: list[int], tensor_maps: list[bytes]):
         self.values: list = [ctypes.c_uint64(p) for p in pointers] + [ctypes.c_int32(s) for s in sizes]
+        addresses = [ctypes.addressof(v) for v in self.values]
         for blob in tensor_maps:
             if len(blob) != TENSOR_MAP_BYTES:
                 raise ValueError(f"a tensor map is {TENSOR_MAP_BYTES} bytes, got {len(blob)}")
-            self.values.append(_TensorMap.from_buffer_copy(blob))
-        self.array = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
+            buffer = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 63)   # ctypes aligns to 16 bytes at most
+            start = -ctypes.addressof(buffer) % 64
+            ctypes.memmove(ctypes.addressof(buffer) + start, blob, TENSOR_MAP_BYTES)
+            self.values.append(buffer)
+            addresses.append(ctypes.addressof(buffer) + start)
+        self.array = (ctypes.c_void_p * len(addresses))(*addresses)
 
     @property
     def address(self) -> int:

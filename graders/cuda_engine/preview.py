@@ -158,7 +158,9 @@ def _asm_texts(part: str) -> list[str]:
 
 
 def _instruction(text: str) -> str:
-    return text.strip("{ ").split(" ")[0].rstrip(";") or text
+    """The first instruction of an asm statement's text, past its register declarations."""
+    statements = [s.strip("{} ") for s in text.replace("\\n", " ").split(";")]
+    return next((s.split(" ")[0] for s in statements if s and not s.startswith(".")), text)
 
 
 def emulated_source(source: str) -> tuple[str, list[str]]:
@@ -168,7 +170,8 @@ def emulated_source(source: str) -> tuple[str, list[str]]:
     if re.search(r"\bnvcuda\b|\bwmma::|#\s*include\s*<mma\.h>", blank):
         raise CannotRun("it uses the wmma C++ API (nvcuda::wmma), which the CPU preview does not emulate")
     if re.search(r"\bextern\s+__shared__\b", blank):
-        raise CannotRun("it uses dynamic shared memory (extern __shared__), which the grader does not launch with")
+        raise CannotRun("it uses dynamic shared memory (extern __shared__), which the CPU preview does not emulate "
+                        "(the grader launches with it where the spec gives dynamic_smem)")
     keep, replaced, start, depth = [], [], 0, 0
     for i, ch in enumerate(blank):
         depth += (ch == "{") - (ch == "}")
