@@ -1,0 +1,142 @@
+"""Grading a ``ModelNew`` against a KernelBench-form problem: the parent side, and what notebooks call.
+
+- `grade_model` sends one submission (the text of the cell that defines ``ModelNew``,
+  `graders.model_engine.source`) to one fresh `graders.model_engine.child` process: correctness over the spec's
+  trials, then the submission, the eager reference and ``torch.compile`` of the reference timed in the same
+  child. It returns a `graders.result.GradeResult`: points for a correct submission, performance points by its
+  speed-up over ``torch.compile`` between the problem's floor and target, and ``details["fast_p"]``.
+- `score_model` is the hidden test (`graders.hidden_tests`): the report, and the points or `KernelFailed`.
+- `fast_p` is KernelBench's fast_p of a set of results: the share that is correct and at least ``p`` times as
+  fast as the baseline.
+
+``device="cpu"`` (tests only) grades on this machine's CPU at the problem's ``cpu_sizes``, times with
+``time.perf_counter_ns`` and leaves ``torch.compile`` out unless asked: those times say nothing of a GPU.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from graders import settings
+from graders.cuda_engine.grade import KernelFailed, _child_env, refuse_starved
+from graders.gpu import require_gpu
+from graders.hidden_tests import NOT_WRITTEN, hidden_test
+from graders.model_engine.source import ModelSource, ModelSourceError, model_from_class
+from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
+from graders.result import GradeResult, Status, hidden_seed, publish
+from graders.sandbox.run import ChildResult, run_child
+
+CHILD = "graders.model_engine.child"
+STARTUP_S = 180.0   # child start: torch import, CUDA start, Triton and torch.compile compiles, the trials
+FAST_P = (1.0, 1.5)
+BASELINES = ("eager", "compile")
+
+
+def _env() -> dict[str, str]:
+    return _child_env() | {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton-cache",
+                           "TORCHINDUCTOR_CACHE_DIR": "/tmp/inductor-cache"}
+
+
+def _score(spec: ModelSpec, problem: ModelProblem, status: Status, speedups: dict) -> dict:
+    correct = status == Status.OK
+    baseline = "compile" if "compile" in speedups else "eager"
+    perf = problem.perf_points(speedups.get(baseline), spec.points_perf) if correct else 0.0
+    total = spec.points_correct + perf if correct else 0.0
+    return {"correctness": spec.points_correct if correct else 0.0, "performance": round(perf, 4),
+            "max": spec.max_points, "total": round(total, 4), "baseline": baseline}
+
+
+def fast_flags(correct: bool, speedups: dict) -> dict:
+    """``{baseline: {"1.0": bool, "1.5": bool}}``: whether one result counts towards fast_p at each p."""
+    return {base: {str(p): bool(correct and speedups[base] >= p) for p in FAST_P} for base in speedups}
+
+
+def fast_p(results: list[GradeResult], p: float, baseline: str = "compile") -> float:
+    """KernelBench's fast_p over ``results``: the share that is correct and at least ``p`` times as fast as
+    ``baseline`` (a result without that baseline's time counts as not fast)."""
+    if not results:
+        return 0.0
+    fast = [r.details.get("fast_p", {}).get(baseline, {}).get(str(p), False) for r in results]
+    return sum(fast) / len(results)
+
+
+def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem, limit_s: float,
+                      seed: int) -> GradeResult:
+    if child.status == "timeout":
+        refuse_starved(child, limit_s)
+        answer = {"status": Status.TIMEOUT, "message": f"grading did not finish within {limit_s:g} s (the grading "
+                                                       "child's time limit)"}
+    elif child.status == "crashed":
+        answer = {"status": Status.CRASHED, "message": f"the grading process died: {child.message}",
+                  "stderr": child.stderr}
+    elif "error" in child.answer:
+        answer = {"status": Status.GRADER_ERROR, "message": f"the grader failed: {child.answer['error']}",
+                  "traceback": child.answer.get("traceback", "")}
+    else:
+        answer = dict(child.answer)
+    status = Status(answer.pop("status"))
+    speedups = answer.get("timing", {}).get("speedup", {})
+    answer.pop("seed", None)
+    answer.pop("problem_id", None)
+    return GradeResult(problem.id, status, answer.pop("message", ""), cases=answer.get("trials", 0), seed=seed,
+                       points=_score(spec, problem, status, speedups)["total"], max_points=spec.max_points,
+                       target=answer.get("device", "gpu"),
+                       details=answer | {"score": _score(spec, problem, status, speedups),
+                                         "fast_p": fast_flags(status == Status.OK, speedups),
+                                         "curve": {"floor": problem.floor, "target": problem.target,
+                                                   "targets": spec.targets},
+                                         "seconds": child.seconds})
+
+
+def grade_model(assignment: str | Path, problem_id: str, model, *, device: str = "cuda",
+                compile: bool | None = None, trials: int | None = None, timed_runs: int | None = None,
+                timeout_s: float | None = None) -> GradeResult:
+    """Check and time one ``ModelNew`` (the class, or its cell's `ModelSource`) in one sandboxed child."""
+    spec = load_model_spec(assignment)
+    problem = spec.problem(problem_id)
+    try:
+        source = model_from_class(model)
+    except ModelSourceError as exc:
+        return GradeResult(problem_id, Status.REFUSED, str(exc), points=0.0, max_points=spec.max_points,
+                           details={"score": _score(spec, problem, Status.REFUSED, {})})
+    if device == "cuda":
+        require_gpu(f"Grading {spec.name}/{problem_id}")
+    seed = hidden_seed()
+    request = {"spec_path": str(spec.path.resolve()), "problem_id": problem_id, "source": source.source,
+               "seed": seed, "device": device, "mode": "grade",
+               "sizes": problem.sizes if device == "cuda" else problem.cpu_sizes,
+               "compile": device == "cuda" if compile is None else compile,
+               "trials": trials or spec.trials, "timed_runs": timed_runs or spec.timed_runs}
+    limit = timeout_s or settings.perf_budget_s(spec.time_budget_s) + STARTUP_S
+    child = run_child(CHILD, request, timeout_s=limit, env=_env(), gpu=device == "cuda")
+    return result_from_child(child, spec, problem, limit, seed)
+
+
+def report(result: GradeResult) -> str:
+    """A few lines for the student: status, the three times and the speed-ups, points."""
+    lines = [f"{result.test}: {result.status if result.ok else result.failure_line()}"]
+    timing = result.details.get("timing")
+    if timing:
+        times = "; ".join(f"{name} {timing[name]['median_s'] * 1e3:.4f} ms" for name in ("submission", *BASELINES)
+                          if name in timing)
+        speedups = ", ".join(f"{s:.2f}x over {name}" for name, s in timing["speedup"].items())
+        lines.append(f"  median of {timing['submission']['runs']} calls on fresh inputs: {times} ({speedups})")
+    score = result.details["score"]
+    lines.append(f"  points: {score['total']:g} of {score['max']:g}")
+    return "\n".join(lines)
+
+
+@hidden_test(alone=True)
+def score_model(assignment: str | Path, problem_id: str, model, **options) -> float:
+    """Points for one ``ModelNew``, for an nbgrader test cell; raises `KernelFailed` unless it is correct."""
+    if isinstance(model, ModelSource) and model.is_stub:
+        print(NOT_WRITTEN)
+        raise KernelFailed(f"{problem_id}: {NOT_WRITTEN}")
+
+    result = grade_model(assignment, problem_id, model, **options)
+    publish(result)
+    print(report(result))
+    sys.stdout.flush()
+    if not result.ok:
+        raise KernelFailed(f"{problem_id}: {result.failure_line()}")
+    return result.points
