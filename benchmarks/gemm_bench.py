@@ -188,7 +188,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="*", type=parse_size, default=[(4096,) * 3, (2048,) * 3],
                         help="sizes to grade every reference at (none: only --variants)")
-    parser.add_argument("--track", choices=["gemm", "tensorcores"], default="gemm")
+    parser.add_argument("--track", choices=["gemm", "tensorcores", "hopper"], default="gemm")
     parser.add_argument("--timing-only", action="store_true",
                         help="no compute-sanitizer, no counter rules (the track's GPU tests check them)")
     parser.add_argument("--budget-s", type=float, default=2.0, help="timing budget per kernel and size")

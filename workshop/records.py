@@ -170,6 +170,8 @@ WORKLOGS = {
     "tensorcores": {"goal": 0.5, "chart": {"title": "The tensor-core worklog",
                                            "panel": "bf16 GEMM (fp16, TF32, fp8: the menu), fp32 accumulate",
                                            "baseline": "cuBLAS in each step's format (fp32 out)"}},
+    "hopper": {"goal": 1.0, "chart": {"title": "The Hopper worklog", "panel": "bf16 GEMM, fp32 accumulate (sm_90a)",
+                                      "baseline": "cuBLAS bf16 (fp32 out)"}},
 }
 
 
