@@ -253,19 +253,22 @@ def _checked(result, what: str):
 
 def allow_dynamic_smem(kernel_handle, device_ordinal: int, asked: int, device_name: str) -> None:
     """Raise the kernel's dynamic shared memory limit to ``asked`` bytes; `ValueError` (`smem_problem`) when the
-    device's opt-in limit is lower."""
+    device's opt-in limit is lower. ``kernel_handle``: cuda.core's (a CUkernel of a library; a CUfunction of a
+    module in older releases)."""
     from cuda.bindings import driver
+    device = driver.CUdevice(device_ordinal)
     limit = _checked(driver.cuDeviceGetAttribute(
-        driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device_ordinal),
+        driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
         "cuDeviceGetAttribute")
     problem = smem_problem(asked, limit, device_name)
     if problem:
         raise ValueError(problem)
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    if isinstance(kernel_handle, driver.CUkernel):
-        _checked(driver.cuKernelSetAttribute(attribute, asked, kernel_handle, device_ordinal), "cuKernelSetAttribute")
-    else:
+    if isinstance(kernel_handle, driver.CUfunction):
         _checked(driver.cuFuncSetAttribute(kernel_handle, attribute, asked), "cuFuncSetAttribute")
+    else:
+        _checked(driver.cuKernelSetAttribute(attribute, asked, driver.CUkernel(int(kernel_handle)), device),
+                 "cuKernelSetAttribute")
 
 
 def launch(kernel_handle, config, arguments: KernelArguments) -> None:
