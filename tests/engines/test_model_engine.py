@@ -1,0 +1,169 @@
+"""The model engine (W6, KernelBench-style) without a GPU: a ModelNew's cell held to its allowlist
+(graders/model_engine/source.py), the judge's defences driven in this process on CPU tensors, and each
+reference and known-wrong solution of tracks/kernelbench graded in a sandboxed child on the CPU (the pure-PyTorch
+path of each reference: its Triton kernel needs the GPU; tests/gpu/test_kernelbench_gpu.py runs that one)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graders import tracks
+from graders.model_engine import child
+from graders.model_engine.grade import fast_p, grade_model
+from graders.model_engine.source import ModelSource, ModelSourceError, model_from_cell, source_problems
+from graders.model_engine.spec import load_model_spec
+from graders.result import Status
+
+TRACK = tracks.get("kernelbench")
+SPEC = load_model_spec("kernelbench")
+QUICK = {"device": "cpu", "trials": 3, "timed_runs": 3}   # the CPU path: tests only, its times mean nothing
+
+HEAD = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+
+
+def _cell(forward: str, *, before: str = "", init: str = "") -> str:
+    """A ModelNew cell whose forward's body is ``forward`` (one line), with module-level ``before`` lines and
+    ``__init__`` lines ``init``."""
+    return (before + HEAD + "    def __init__(self):\n        super().__init__()\n" + init
+            + f"\n    def forward(self, x):\n        {forward}\n")
+
+
+@pytest.mark.parametrize("cell, why", [
+    (_cell("return x", before="import os\n"), "os is not importable"),
+    (_cell("return x", before="from torch.utils.cpp_extension import load_inline\n"), "import only"),
+    (_cell("return torch.utils.cpp_extension.load_inline('m', '')"), "attribute utils"),
+    (_cell("return eval('x')"), "eval is not defined"),
+    (_cell("return getattr(x, 'relu')()"), "getattr is not defined"),
+    (_cell("return x.__class__"), "attribute __class__"),
+    (_cell("return torch._C"), "attribute _C"),
+    (_cell("return torch.library.Library('aten', 'IMPL')"), "attribute library"),
+    (_cell("return x", init="        nn.modules.module.register_module_forward_hook(print)\n"), "not allowed"),
+    (_cell("return x", init="        torch.Tensor.relu = torch.zeros_like\n"), "only attributes of self"),
+    (_cell("return x", init="        torch.set_float32_matmul_precision('medium')\n"), "set_float32"),
+    (_cell("return x", init="        torch.manual_seed(0)\n"), "manual_seed"),
+    (_cell("global y\n        return x"), "Global"),
+    (_cell("return get_inputs()[0]"), "get_inputs is not defined"),
+])
+def test_the_allowlist_refuses_what_could_reach_the_grader(cell, why):
+    problems = source_problems(cell)
+    assert problems and why in " ".join(problems), problems
+    with pytest.raises(ModelSourceError, match="does not run"):
+        model_from_cell(cell)
+
+
+def test_every_reference_passes_the_allowlist_and_a_stub_is_a_stub():
+    for problem in SPEC.problems.values():
+        assert source_problems(problem.reference.read_text()) == [], problem.id
+    stub = ModelSource(_cell("raise NotImplementedError()"))
+    assert stub.is_stub and not ModelSource(_cell("return x")).is_stub
+
+
+def test_the_submission_runs_without_the_problems_names_or_dangerous_builtins():
+    source = _cell("return x") + "\nSEEN = 1\n"
+    made = child.load_submission(source)
+    namespace = made.forward.__globals__
+    assert "Model" not in namespace and "get_inputs" not in namespace
+    assert {"eval", "exec", "open", "getattr", "type", "compile"}.isdisjoint(namespace["__builtins__"])
+    with pytest.raises(ImportError, match="not importable"):
+        namespace["__builtins__"]["__import__"]("os")
+
+
+def _judge(problem_id: str = "relu", seed: int = 7) -> child.Judge:
+    problem = SPEC.problem(problem_id)
+    namespace = child.problem_namespace(child.problem_text(SPEC.path.parent / "problem.py", problem_id),
+                                        problem.cpu_sizes)
+    return child.Judge(torch, problem, namespace, "cpu", seed)
+
+
+class CountingRelu(torch.nn.Module):
+    """Right for its first ``honest`` calls, then zeros: fast only where it is no longer checked."""
+
+    def __init__(self, honest: int):
+        super().__init__()
+        self.honest, self.calls = honest, 0
+
+    def forward(self, x):
+        self.calls += 1
+        return torch.relu(x) if self.calls <= self.honest else torch.zeros_like(x)
+
+
+def test_every_timed_call_is_checked_after_its_timer_stopped():
+    judge = _judge()
+    model = CountingRelu(honest=3 + child.WARMUP_CALLS)
+    for n in range(3):
+        judge.trial(model, n)   # right in every correctness trial
+    with pytest.raises(child.Failed, match="timed call 1"):
+        judge.time(model, 3, runs=3, check=True)
+
+
+class FixesUpLater(torch.nn.Module):
+    """Returns an unwritten output and writes the previous call's output on the next call."""
+
+    def __init__(self):
+        super().__init__()
+        self.pending = None
+
+    def forward(self, x):
+        if self.pending is not None:
+            out, given = self.pending
+            out.copy_(torch.relu(given))
+        out = torch.empty_like(x)
+        self.pending = (out, x)
+        return out
+
+
+def test_an_output_is_copied_out_as_the_call_returns():
+    judge = _judge()
+    with pytest.raises(child.Failed) as failed:
+        judge.trial(FixesUpLater(), 0)
+    assert failed.value.status == Status.INCORRECT
+
+
+def test_inputs_are_fresh_for_every_call_and_seeded():
+    judge, again = _judge(seed=7), _judge(seed=7)
+    first, second = judge.inputs(0)[0], judge.inputs(1)[0]
+    assert not torch.equal(first, second)
+    assert torch.equal(first, again.inputs(0)[0]) and not torch.equal(first, _judge(seed=8).inputs(0)[0])
+
+
+class Subclass(torch.Tensor):
+    pass
+
+
+@pytest.mark.parametrize("forward, message", [
+    (lambda x: torch.relu(x).as_subclass(Subclass), "not a subclass"),
+    (lambda x: (torch.relu(x),), "tuple"),
+    (lambda x: torch.relu(x).to_sparse(), "dense"),
+    (lambda x: x.relu_(), "shares memory"),
+])
+def test_an_output_that_is_not_a_dense_new_tensor_is_refused(forward, message):
+    judge = _judge()
+    model = type("Hostile", (torch.nn.Module,), {"forward": lambda self, x: forward(x)})()
+    with pytest.raises(child.Failed, match=message):
+        judge.trial(model, 0)
+
+
+@pytest.mark.parametrize("problem_id", sorted(SPEC.problems))
+def test_each_reference_is_right_and_timed_on_the_cpu(problem_id):
+    result = grade_model("kernelbench", problem_id, ModelSource(SPEC.problem(problem_id).reference.read_text()),
+                         **QUICK)
+    assert result.status == Status.OK, result.failure_line()
+    assert result.cases == QUICK["trials"] and result.points >= SPEC.points_correct
+    timing = result.details["timing"]
+    assert timing["submission"]["runs"] == QUICK["timed_runs"] and set(timing["speedup"]) == {"eager"}
+    assert set(result.details["fast_p"]["eager"]) == {"1.0", "1.5"}
+
+
+@pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.name)
+def test_each_known_wrong_solution_gets_its_expected_points(path):
+    (grade_id, expected), = tracks.expected_points(path).items()
+    problem_id = grade_id.removesuffix("_score")
+    result = grade_model("kernelbench", problem_id, ModelSource(path.read_text()), **QUICK)
+    assert str(result.status) in tracks.expected_statuses(path), result.failure_line()
+    assert expected.matches(result.points), (result.points, str(expected))
+    assert fast_p([result], 1.0, "eager") == 0.0
+
+
+def test_a_refused_cell_starts_no_child_and_says_why():
+    result = grade_model("kernelbench", "relu", ModelSource(_cell("return x", before="import os\n")), **QUICK)
+    assert result.status == Status.REFUSED and "os is not importable" in result.message and result.points == 0
