@@ -14,7 +14,7 @@ from sqlalchemy.exc import SAWarning
 
 from gradebook import database
 from graders import settings
-from graders.notebook import CUDA_LANGUAGE, CUDA_STUB, EDIT_LANGUAGE, EDIT_STUB
+from graders.notebook import CUDA_LANGUAGE, CUDA_STUB, EDIT_LANGUAGE, EDIT_STUB, MODEL_LANGUAGE, MODEL_STUB
 from graders.quiz_engine.notebook import QUIZ_LANGUAGE, QUIZ_STUB
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
@@ -55,9 +55,10 @@ c.Autograde.sanitize_preprocessors = [
 # A release's solution stub, by the source notebook's kernelspec language (graders/notebook.py): nbgrader's own
 # for the puzzles' Python kernels, a C++ comment for the CUDA tracks' kernel bodies, so a released kernel compiles,
 # for a quiz a comment under its answer's ``<name> = None``, and for a notebook whose cells start from a value the
-# student edits (the debugging track's sabotaged kernels) a comment under that value.
+# student edits (the debugging track's sabotaged kernels) a comment under that value, and for a model track's cell
+# (its kernels at the top level, ModelNew's method bodies) a comment and ``...``.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()", CUDA_LANGUAGE: CUDA_STUB,
-                              QUIZ_LANGUAGE: QUIZ_STUB, EDIT_LANGUAGE: EDIT_STUB}
+                              QUIZ_LANGUAGE: QUIZ_STUB, EDIT_LANGUAGE: EDIT_STUB, MODEL_LANGUAGE: MODEL_STUB}
 
 # The notebook's own cells (a student's prints, plots, hand-launched kernels) get this long each; a cell that
 # hangs is interrupted and the rest of the notebook runs. Grading does not happen in those cells.

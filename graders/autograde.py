@@ -61,6 +61,7 @@ from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers th
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
 from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader, grading_student, wrapped
+from graders.model_engine import grade as _model_grade  # noqa: F401 (same)
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.quiz_engine import grade as _quiz_grade  # noqa: F401 (same)
 from graders.result import collect
@@ -346,8 +347,8 @@ class _Grading:
             _, call = self.calls[grade_id]
             if isinstance(call, Exception):
                 raise call
-            args = [self.submission.resolve(a) for a in call.args]
-            kwargs = {name: self.submission.resolve(v) for name, v in call.keywords}
+            args = [self.submission.resolve(a, at=grade_id) for a in call.args]
+            kwargs = {name: self.submission.resolve(v, at=grade_id) for name, v in call.keywords}
             with collect() as results, grading_student(self.student):
                 try:
                     points = HIDDEN_TESTS[call.function](*args, **kwargs)

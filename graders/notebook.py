@@ -24,6 +24,10 @@ CUDA_STUB = f"{STUB_MARK}: write this kernel's body (the step above says what it
 # kernel's source, an answer's ``None``): the solution region after it, the reference's value, becomes this comment.
 EDIT_LANGUAGE = "cuda-c++-edit"
 EDIT_STUB = "# YOUR EDIT: fix the kernel, or replace None with your answer, above"
+# A model track's notebook (KernelBench's form: a ``ModelNew`` class and the Triton kernels it launches in one cell),
+# whose solution regions are a module's top level and method bodies: ``...`` is a statement at either.
+MODEL_LANGUAGE = "python-model"
+MODEL_STUB = "# YOUR CODE HERE\n..."
 # How a CUDA track's check cells work (`graders.cuda_engine.grade.check`): one bullet of each track's introduction.
 CUDA_CHECK_CELL = """\
 * Run the **check** cell under each kernel: it compiles your code (no GPU needed) and reports registers,

@@ -10,7 +10,8 @@ Paths are under the checkout this package is in (``ROOT``), or under ``WORKSHOP_
 Settings (environment variables):
 
 - ``WORKSHOP_ROOT``: the checkout to read tracks from (default: this package's);
-- ``WORKSHOP_TARGET``: ``sim`` or ``gpu`` forces where numba kernels run (default: the GPU when found);
+- ``WORKSHOP_TARGET``: ``sim`` or ``gpu`` forces where numba kernels run (default: the GPU when found); ``sim``
+  also grades a model track's ``ModelNew`` on the CPU at its small sizes (`graders.model_engine.grade`);
 - ``WORKSHOP_GPU=0``: behave as if there were no GPU;
 - ``WORKSHOP_KERNEL_TIMEOUT``: seconds a grading child may run (default 30);
 - ``WORKSHOP_SEED``: the seed of every hidden input (default: a fresh one per grading), to reproduce a

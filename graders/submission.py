@@ -9,7 +9,10 @@ last definition winning as it would when the notebook runs:
 - ``@cuda.jit def name(...)``: a `SubmittedKernel`, the kernel's self-contained source taken from its cell
   by `graders.numba_engine.cell_source.kernel_source_from_cell`;
 - ``@triton.jit def name(...)``: a `graders.triton_engine.kernel_source.TritonKernel`, its cell's ``@triton.jit``
-  functions.
+  functions;
+- ``class Name``: a `graders.model_engine.source.ModelSource`, the text of the cell that defines it. A class is
+  looked up relative to the test cell: the definition last *above* it, as when the notebook runs top to bottom
+  (each problem of a KernelBench-style track defines its own ``ModelNew``, and its test cell grades that one).
 
 Anything else (a value computed by code, a name defined only in a cell the student added) is not read: the
 test fails and says so. Nothing the notebook's kernel did while it ran can change what is found here.
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from nbformat import NotebookNode
 from nbgrader import utils
 
+from graders.model_engine.source import ModelSource
 from graders.numba_engine.cell_source import kernel_source_from_cell
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel
 from graders.triton_engine.kernel_source import TritonSourceError, triton_kernel_in_cell
@@ -111,14 +115,19 @@ class Submission:
 
     def __init__(self, nb: NotebookNode):
         self._definitions: dict[str, tuple[str, str]] = {}   # name -> (kind, cell source, or why it is not read)
+        self._classes: dict[str, list[tuple[int, str]]] = {}  # class name -> (cell position, cell source), in order
+        self._positions: dict[str, int] = {}                   # grade_id -> the cell's position in the notebook
         self.unparsed: list[str] = []                          # grade_ids of solution cells that do not parse
         self._resolved: dict[str, tuple[object, str]] = {}     # name -> (value, or '' and why it is not one)
         self._lock = threading.Lock()                          # hidden tests resolve names from several threads
-        for cell in nb.cells:
+        for position, cell in enumerate(nb.cells):
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if grade_id is not None:
+                self._positions.setdefault(grade_id, position)
             if cell.cell_type == "code" and utils.is_solution(cell):
-                self._read_cell(cell)
+                self._read_cell(cell, position)
 
-    def _read_cell(self, cell: NotebookNode) -> None:
+    def _read_cell(self, cell: NotebookNode, position: int) -> None:
         grade_id = cell.metadata["nbgrader"].get("grade_id", "?")
         if len(cell.source) > MAX_SOURCE_CHARS:
             self.unparsed.append(grade_id)
@@ -129,7 +138,9 @@ class Submission:
             self.unparsed.append(grade_id)
             return
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
+            if isinstance(node, ast.ClassDef):
+                self._classes.setdefault(node.name, []).append((position, cell.source))
+            elif isinstance(node, ast.FunctionDef):
                 self._definitions[node.name] = ("kernel", cell.source)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name, parts = node.targets[0].id, sum(1 for _ in ast.walk(node.value))
@@ -176,8 +187,19 @@ class Submission:
             raise SubmissionError(f"{name} must be a literal (a string, number, list or dict) in its solution "
                                   "cell: the grader reads it from the file and does not run code") from None
 
-    def resolve(self, node: ast.expr):
-        """A call argument's value: a literal, or a name defined in the solution cells."""
+    def defined_class(self, name: str, at: str) -> ModelSource:
+        """The class ``name`` as defined last above the cell ``at`` (a grade_id), or `SubmissionError`."""
+        above = self._positions.get(at, -1)
+        found = [text for position, text in self._classes.get(name, []) if position < above]
+        if not found:
+            raise SubmissionError(f"no solution cell above {at} defines the class {name}")
+        return ModelSource(found[-1])
+
+    def resolve(self, node: ast.expr, at: str = ""):
+        """A call argument's value: a literal, or a name defined in the solution cells (a class: the one defined
+        above the test cell ``at``)."""
+        if isinstance(node, ast.Name) and node.id in self._classes:
+            return self.defined_class(node.id, at)
         if isinstance(node, ast.Name):
             return self.value(node.id)
         try:

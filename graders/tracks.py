@@ -34,6 +34,7 @@ from graders import settings
 
 GRADER_FILES = ("spec.toml", "structure.toml", "problem.py")
 ENGINES = ("numba", "cuda", "triton", "quiz", "roofline", "model")
+CPU_ENGINES = ("numba", "model")   # grade on this machine's CPU where WORKSHOP_TARGET=sim (tests without a GPU)
 _EXPECT = re.compile(r"^(?:#|//) expect: (.*)$", re.MULTILINE)
 _STATUS = re.compile(r"^(?:#|//) status: (.*)$", re.MULTILINE)
 _BOUND = re.compile(r"^(\w+)(<=|>=|=|<|>)(\d+(?:\.\d+)?)$")
@@ -54,8 +55,10 @@ class Track:
 
     @property
     def requires_gpu(self) -> bool:
-        """``[assignment] requires_gpu`` (default: a CUDA track does); autograde refuses to start without one."""
-        return bool(self.assignment.get("requires_gpu", self.engine == "cuda"))
+        """``[assignment] requires_gpu`` (default: a CUDA track does); autograde refuses to start without one.
+        ``WORKSHOP_TARGET=sim`` lifts it for an engine that grades on the CPU there (`CPU_ENGINES`)."""
+        needed = bool(self.assignment.get("requires_gpu", self.engine == "cuda"))
+        return needed and not (self.engine in CPU_ENGINES and settings.forced_target() == "sim")
 
     @property
     def spec_path(self) -> Path:

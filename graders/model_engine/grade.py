@@ -9,18 +9,26 @@
 - `fast_p` is KernelBench's fast_p of a set of results: the share that is correct and at least ``p`` times as
   fast as the baseline.
 
-``device="cpu"`` (tests only) grades on this machine's CPU at the problem's ``cpu_sizes``, times with
-``time.perf_counter_ns`` and leaves ``torch.compile`` out unless asked: those times say nothing of a GPU.
+- `check` is a ModelNew's check cell: one line, ✓, ✗ or ?, never a traceback: ``CHECK_TRIALS`` trials on public
+  inputs at the problem's ``cpu_sizes`` in a sandboxed child, on the GPU where there is one, else on this
+  machine's CPU (Triton kernels in Triton's interpreter, ``TRITON_INTERPRET=1``). `assert_runs`, the public part
+  of a graded cell, raises where `check` says ✗. Neither is the grade.
+
+``device="cpu"`` grades on this machine's CPU at the problem's ``cpu_sizes``, times with
+``time.perf_counter_ns`` and leaves ``torch.compile`` out unless asked: those times say nothing of a GPU. The
+hidden test grades there only where ``WORKSHOP_TARGET=sim`` says so (`grading_device`: the tests of the
+nbgrader path on a machine without a GPU).
 """
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 from graders import settings
 from graders.cuda_engine.grade import KernelFailed, _child_env, refuse_starved
-from graders.gpu import require_gpu
-from graders.hidden_tests import NOT_WRITTEN, hidden_test
+from graders.gpu import detect_gpu, require_gpu
+from graders.hidden_tests import NOT_WRITTEN, autograding_in_notebook, hidden_test
 from graders.model_engine.source import ModelSource, ModelSourceError, model_from_class
 from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
 from graders.result import GradeResult, Status, hidden_seed, publish
@@ -32,15 +40,27 @@ FAST_P = (1.0, 1.5)
 BASELINES = ("eager", "compile")
 
 
-def _env() -> dict[str, str]:
+CHECK_TRIALS = 2
+CHECK_TIMEOUT_S = 180.0
+PUBLIC_SEED = 0     # the check cell's inputs
+
+
+def _env(device: str) -> dict[str, str]:
     return _child_env() | {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton-cache",
-                           "TORCHINDUCTOR_CACHE_DIR": "/tmp/inductor-cache"}
+                           "TORCHINDUCTOR_CACHE_DIR": "/tmp/inductor-cache"} \
+        | ({"TRITON_INTERPRET": "1"} if device == "cpu" else {})
 
 
-def _score(spec: ModelSpec, problem: ModelProblem, status: Status, speedups: dict) -> dict:
+def grading_device() -> str:
+    """Where a hidden test grades a ``ModelNew``: ``cuda``, or ``cpu`` where ``WORKSHOP_TARGET=sim``."""
+    return "cpu" if settings.forced_target() == "sim" else "cuda"
+
+
+def _score(spec: ModelSpec, problem: ModelProblem, status: Status, speedups: dict, device: str = "cuda") -> dict:
+    """Points: correctness, and performance by the speed-up over the baseline (none for times taken on a CPU)."""
     correct = status == Status.OK
     baseline = "compile" if "compile" in speedups else "eager"
-    perf = problem.perf_points(speedups.get(baseline), spec.points_perf) if correct else 0.0
+    perf = problem.perf_points(speedups.get(baseline), spec.points_perf) if correct and device == "cuda" else 0.0
     total = spec.points_correct + perf if correct else 0.0
     return {"correctness": spec.points_correct if correct else 0.0, "performance": round(perf, 4),
             "max": spec.max_points, "total": round(total, 4), "baseline": baseline}
@@ -76,22 +96,25 @@ def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem
         answer = dict(child.answer)
     status = Status(answer.pop("status"))
     speedups = answer.get("timing", {}).get("speedup", {})
+    score = _score(spec, problem, status, speedups, answer.get("device", "cuda"))
     answer.pop("seed", None)
     answer.pop("problem_id", None)
     return GradeResult(problem.id, status, answer.pop("message", ""), cases=answer.get("trials", 0), seed=seed,
-                       points=_score(spec, problem, status, speedups)["total"], max_points=spec.max_points,
+                       points=score["total"], max_points=spec.max_points,
                        target=answer.get("device", "gpu"),
-                       details=answer | {"score": _score(spec, problem, status, speedups),
+                       details=answer | {"score": score,
                                          "fast_p": fast_flags(status == Status.OK, speedups),
                                          "curve": {"floor": problem.floor, "target": problem.target,
                                                    "targets": spec.targets},
                                          "seconds": child.seconds})
 
 
-def grade_model(assignment: str | Path, problem_id: str, model, *, device: str = "cuda",
+def grade_model(assignment: str | Path, problem_id: str, model, *, device: str | None = None,
                 compile: bool | None = None, trials: int | None = None, timed_runs: int | None = None,
                 timeout_s: float | None = None) -> GradeResult:
-    """Check and time one ``ModelNew`` (the class, or its cell's `ModelSource`) in one sandboxed child."""
+    """Check and time one ``ModelNew`` (the class, or its cell's `ModelSource`) in one sandboxed child, on
+    ``device`` (default: `grading_device`)."""
+    device = device or grading_device()
     spec = load_model_spec(assignment)
     problem = spec.problem(problem_id)
     try:
@@ -108,13 +131,16 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str =
                "compile": device == "cuda" if compile is None else compile,
                "trials": trials or spec.trials, "timed_runs": timed_runs or spec.timed_runs}
     limit = timeout_s or settings.perf_budget_s(spec.time_budget_s) + STARTUP_S
-    child = run_child(CHILD, request, timeout_s=limit, env=_env(), gpu=device == "cuda")
+    child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda")
     return result_from_child(child, spec, problem, limit, seed)
 
 
 def report(result: GradeResult) -> str:
     """A few lines for the student: status, the three times and the speed-ups, points."""
     lines = [f"{result.test}: {result.status if result.ok else result.failure_line()}"]
+    if result.details.get("device") == "cpu":
+        lines.append("  graded on the CPU at the problem's small sizes (WORKSHOP_TARGET=sim): its times say "
+                     "nothing of a GPU, so only correctness scores")
     timing = result.details.get("timing")
     if timing:
         times = "; ".join(f"{name} {timing[name]['median_s'] * 1e3:.4f} ms" for name in ("submission", *BASELINES)
@@ -140,3 +166,62 @@ def score_model(assignment: str | Path, problem_id: str, model, **options) -> fl
     if not result.ok:
         raise KernelFailed(f"{problem_id}: {result.failure_line()}")
     return result.points
+
+
+_checked: dict[tuple, tuple[str, str]] = {}   # what `checked` found, by problem, source and device (this process)
+_lock = threading.Lock()
+
+
+def checked(assignment: str | Path, problem_id: str, model) -> tuple[str, str]:
+    """(``"✓"``, ``"✗"`` or ``"?"``, the line after it) for ``model`` run on public inputs at the problem's small
+    sizes in a sandboxed child (see the module's docstring)."""
+    try:
+        spec = load_model_spec(assignment)
+        problem = spec.problem(problem_id)
+        source = model_from_class(model)
+    except (ModelSourceError, ValueError) as exc:
+        return "✗", f"{problem_id}: {exc}"
+    if source.is_stub:
+        return "✗", f"{problem_id}: not written yet (forward is still the stub)"
+    device = "cuda" if detect_gpu() is not None else "cpu"
+    key = (str(assignment), problem_id, source.source, device)
+    with _lock:
+        if key in _checked:
+            return _checked[key]
+    request = {"spec_path": str(spec.path.resolve()), "problem_id": problem_id, "source": source.source,
+               "seed": PUBLIC_SEED, "device": device, "mode": "check", "sizes": problem.cpu_sizes,
+               "trials": CHECK_TRIALS}
+    child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_env(device), gpu=device == "cuda")
+    where = "on the GPU" if device == "cuda" else "on this machine's CPU, Triton kernels in Triton's interpreter"
+    sizes = ", ".join(f"{name} = {value:g}" for name, value in problem.cpu_sizes.items())
+    if child.status != "ok" or "error" in child.answer:
+        found = ("?", f"{problem_id}: the check did not finish: {child.message or child.answer.get('error', '')}")
+    elif child.answer["status"] != Status.OK:
+        found = ("✗", f"{problem_id}: {child.answer['message']} ({where}, {sizes})")
+    else:
+        found = ("✓", f"{problem_id}: right in {CHECK_TRIALS} trials on public inputs ({where}, {sizes}); "
+                      "the GPU worker grades more trials at the problem's sizes, and the speed")
+    if found[0] != "?":
+        with _lock:
+            _checked[key] = found
+    return found
+
+
+def check(assignment: str | Path, problem_id: str, model) -> None:
+    """A ModelNew's check cell: one line (`checked`); never raises."""
+    if autograding_in_notebook():
+        print(f"{problem_id}: not run here while autograding; the hidden tests grade it.")
+        return
+    mark, line = checked(assignment, problem_id, model)
+    print(f"{mark} {line}")
+
+
+def assert_runs(assignment: str | Path, problem_id: str, model) -> None:
+    """The public part of a ModelNew's graded cell: `KernelFailed` where `check` says ✗."""
+    if autograding_in_notebook():
+        print(f"{problem_id}: not checked here while autograding; the hidden tests grade it.")
+        return
+    mark, line = checked(assignment, problem_id, model)
+    if mark == "✗":
+        raise KernelFailed(line)
+    print(f"{mark} {line}")

@@ -59,12 +59,13 @@ class ModelSource:
 
     @property
     def is_stub(self) -> bool:
-        """Whether ``ModelNew.forward`` is still the release's ``raise NotImplementedError()``."""
+        """Whether ``ModelNew.forward`` is still a release's stub: a body of ``...`` (`graders.notebook.MODEL_STUB`)
+        or ``raise NotImplementedError()``."""
         for node in ast.walk(ast.parse(self.source)):
             if isinstance(node, ast.FunctionDef) and node.name == "forward":
                 body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-                return (len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None
-                        and "NotImplementedError" in ast.unparse(body[0].exc))
+                return not body or (len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None
+                                    and "NotImplementedError" in ast.unparse(body[0].exc))
         return False
 
 
@@ -171,9 +172,10 @@ def model_from_cell(cell: str) -> ModelSource:
 
 def model_from_class(model) -> ModelSource:
     """The submission a notebook's ``ModelNew`` class was defined by, read from the text of its cell (IPython
-    keeps each cell's text where ``linecache`` finds it) or file."""
+    keeps each cell's text where ``linecache`` finds it) or file; a `ModelSource` (what the trusted grader read
+    from the submitted notebook) held to `model_from_cell`'s checks."""
     if isinstance(model, ModelSource):
-        return model
+        return model_from_cell(model.source)
     code = getattr(getattr(model, "forward", None), "__code__", None)
     if code is None or getattr(model, "__name__", "") != CLASS_NAME:
         raise ModelSourceError(f"expected the class {CLASS_NAME}, got {type(model).__name__}")

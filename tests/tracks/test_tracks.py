@@ -12,7 +12,8 @@ from nbgrader.utils import is_grade, is_locked, is_solution
 from graders import tracks
 from graders.cuda_engine.spec import load_spec
 from graders.cuda_engine.structure import load_structure
-from graders.notebook import CUDA_LANGUAGE, CUDA_STUB, EDIT_LANGUAGE, EDIT_STUB
+from graders.model_engine.spec import load_model_spec
+from graders.notebook import CUDA_LANGUAGE, CUDA_STUB, EDIT_LANGUAGE, EDIT_STUB, MODEL_LANGUAGE, MODEL_STUB
 from graders.numba_engine import catalogue
 from graders.quiz_engine.grade import right_answer
 from graders.quiz_engine.notebook import QUIZ_LANGUAGE, QUIZ_STUB, answer_literal
@@ -58,6 +59,9 @@ def _points(track: tracks.Track) -> dict[str, float]:
         spec = track.assignment
         return {f"{p.id}_{part}": float(spec[f"points_{part}"])
                 for p in track.problem_module().PUZZLES for part in ("correct", "limits")}
+    if track.engine == "model":
+        spec = load_model_spec(track.name)
+        return {f"{pid}_score": spec.max_points for pid in spec.problems}
     points = {f"{q.id}_score": float(q.points) for q in _questions(track)}
     if track.engine == "quiz":
         return points
@@ -78,6 +82,9 @@ def _answers(track: tracks.Track) -> dict[str, str]:
     if track.engine == "numba":
         cells = read_cells(track.solutions / "reference.py")
         return {p.id: strip_solution_markers(cells[p.id]) for p in track.problem_module().PUZZLES}
+    if track.engine == "model":
+        return {pid: re.sub(r"\A(#[^\n]*\n)+", "", p.reference.read_text()).strip("\n")
+                for pid, p in load_model_spec(track.name).problems.items()}
     answers = {q.id: f"{q.id} = {answer_literal(right_answer(track.name, q, REFERENCE_STUDENT))}"
                for q in _questions(track)}
     if track.engine == "quiz":
@@ -102,6 +109,10 @@ def test_track_has_every_part(track):
         assert track.problem_module().OPERATIONS and (track.folder / "key.py").is_file()
     elif track.engine == "quiz":
         assert track.problem_module().QUESTIONS and (track.folder / "key.py").is_file()
+    elif track.engine == "model":
+        problems = load_model_spec(track.name).problems
+        assert problems and all(p.reference.is_file() and p.id in track.problem_module().SOURCES
+                                for p in problems.values())
     else:
         puzzles = track.problem_module().PUZZLES
         assert puzzles and all(catalogue.get(p.id) is p for p in puzzles)
@@ -112,7 +123,7 @@ def test_track_has_every_part(track):
     for wrong in track.wrong_solutions():
         expected = tracks.expected_points(wrong)
         assert expected and set(expected) <= graded, f"{wrong}: its expect: line names no graded cell of the notebook"
-        if track.engine in ("cuda", "triton"):
+        if track.engine in ("cuda", "triton", "model"):
             statuses = tracks.expected_statuses(wrong)
             assert statuses and set(statuses) <= set(Status), f"{wrong}: status: line outside graders.result.Status"
 
@@ -156,6 +167,8 @@ def test_a_check_cell_run_before_its_kernels_cell_says_which_cell_to_run(track, 
         kernels = {p.id: (p.title, p.kernel_name) for p in track.problem_module().PUZZLES}
     elif track.engine == "triton":
         kernels = {kid: (kid, k.function) for kid, k in _kernels(track).items()}
+    elif track.engine == "model":
+        kernels = {pid: (pid, "ModelNew") for pid in load_model_spec(track.name).problems}
     else:
         kernels = {kid: (kid, f"{kid}_src") for kid in load_spec(track.name).kernels}
     namespace: dict = {}
@@ -182,7 +195,8 @@ def test_release_holds_no_solution_and_no_hidden_test(track, released):
     assert not leaked, f"released solution or hidden-test lines: {sorted(leaked)}"
     stubs = [c for c in release.cells if is_solution(c)]
     language = nbformat.read(str(track.notebook_path), as_version=4).metadata.kernelspec.language
-    stub = {CUDA_LANGUAGE: CUDA_STUB, QUIZ_LANGUAGE: QUIZ_STUB, EDIT_LANGUAGE: EDIT_STUB}.get(
+    stub = {CUDA_LANGUAGE: CUDA_STUB, QUIZ_LANGUAGE: QUIZ_STUB, EDIT_LANGUAGE: EDIT_STUB,
+            MODEL_LANGUAGE: MODEL_STUB}.get(
         language, "raise NotImplementedError()")   # nbgrader_config.py
     assert stubs and all(stub in c.source for c in stubs)
 
