@@ -2,9 +2,11 @@
 
 The hidden tests' reports (in each graded cell's output) give a kernel's time, throughput and ratio, but not
 the GPU they ran on: `RecordGradedOn`, after the trusted grades, writes ``metadata.workshop.graded_on`` =
-``{"target": "gpu" | "sim", "gpu": <the worker's GPU name> | None}``.
+``{"target": "gpu" | "sim", "gpu": <the worker's GPU name> | None, "at": <when, ISO 8601 UTC>}``.
 """
 from __future__ import annotations
+
+import datetime
 
 from nbformat import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -24,7 +26,8 @@ def graded_on(assignment: str) -> dict:
     else:
         where = "gpu"
     gpu = detect_gpu() if where == "gpu" else None
-    return {"target": where, "gpu": gpu.name if gpu else None}
+    return {"target": where, "gpu": gpu.name if gpu else None,
+            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
 class RecordGradedOn(NbGraderPreprocessor):

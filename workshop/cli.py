@@ -17,6 +17,13 @@
                              without a broker, here; writes the gradebook
   workshop queue [ASSIGNMENT]
                              the fleet's queue: pending, running on which worker, done, failed with why
+  workshop grade-folder ASSIGNMENT FOLDER
+                             grade FOLDER/<problem>/<author>.py (kernels not handed in through nbgrader: an
+                             AI model's, a vendor library's) with the model engine; one record each for the
+                             leaderboard (--kind ai|vendor, --device cuda|cpu, --course DIR, --to DIR)
+  workshop leaderboard ASSIGNMENT
+                             a model-engine assignment's class leaderboard from the gradebook and the
+                             grade-folder records: static pages, public and each student's own, and a CSV
 """
 from __future__ import annotations
 
@@ -63,6 +70,24 @@ def main(argv: list[str] | None = None) -> int:
     queue = sub.add_parser("queue", help="the fleet's queue for the TA")
     queue.add_argument("assignment", nargs="?", default=None)
     queue.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
+    folder = sub.add_parser("grade-folder", help="grade kernels that did not come through nbgrader (AI-written, "
+                                                 "a vendor library's) for the leaderboard")
+    folder.add_argument("assignment", help="a model-engine track (a folder under tracks/)")
+    folder.add_argument("folder", type=Path, help="holds <problem_id>/<author>.py, each a ModelNew cell")
+    folder.add_argument("--kind", choices=["ai", "vendor"], default="ai", help="who wrote them (default: ai)")
+    folder.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu: tests only, its times say nothing of a GPU (default: cuda)")
+    folder.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
+    folder.add_argument("--to", type=Path, default=None,
+                        help="where the records go (default: COURSE/machine-kernels/ASSIGNMENT)")
+    board = sub.add_parser("leaderboard", help="a model-engine assignment's class leaderboard pages and CSV")
+    board.add_argument("assignment")
+    board.add_argument("--course", type=Path, default=Path("."), help="the course directory (default: here)")
+    board.add_argument("--machine", type=Path, default=None,
+                       help="grade-folder's records (default: COURSE/machine-kernels/ASSIGNMENT)")
+    board.add_argument("--to", type=Path, default=None,
+                       help="the pages' folder (default: COURSE/leaderboard/ASSIGNMENT)")
+    board.add_argument("--csv", type=Path, default=None, help="the CSV (default: COURSE/leaderboard-ASSIGNMENT.csv)")
     args = parser.parse_args(argv)
     from gradebook.database import alembic_on_path
     alembic_on_path()   # export, grade and queue may create the gradebook: nbgrader runs `alembic` for that
@@ -95,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.dest.resolve()}: {len(staged)} files, no solution, source notebook or gradebook; a student "
               "installs it: python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/workshop jupyter-config")
         return 0
+    if args.command == "grade-folder":
+        return _grade_folder(args)
+    if args.command == "leaderboard":
+        return _leaderboard(args)
     if args.command == "targets":
         return _targets(args.track, args.records, args.fraction, args.write)
     if args.command == "build":
@@ -123,6 +152,38 @@ def _build(names: list[str], check: bool) -> int:
         else:
             print(f"{track.notebook_path}: {'written' if notebooks.write(track) else 'up to date'}")
     return 1 if stale else 0
+
+
+def _grade_folder(args) -> int:
+    from graders.gpu import NeedsGPUWorker
+    from workshop.grade_folder import grade_folder
+    to = args.to or args.course / "machine-kernels" / args.assignment
+    try:
+        written = grade_folder(args.assignment, args.folder, to, kind=args.kind, device=args.device)
+    except (ValueError, NeedsGPUWorker, OSError) as exc:   # a folder past its cap, no such model track, no GPU
+        print(f"workshop grade-folder: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(written)} records in {to.resolve()}")
+    return 0
+
+
+def _leaderboard(args) -> int:
+    from gradebook import leaderboard
+    from workshop.export import gradebook_url
+    course = args.course
+    try:
+        entries = leaderboard.student_entries(course, args.assignment, gradebook_url(course))
+        entries += leaderboard.machine_entries(args.machine or course / "machine-kernels" / args.assignment,
+                                               args.assignment)
+        pages = args.to or course / "leaderboard" / args.assignment
+        written = leaderboard.write(course, args.assignment, entries, pages,
+                                    args.csv or course / f"leaderboard-{args.assignment}.csv")
+    except (OSError, ValueError) as exc:   # no such model track, an unreadable record
+        print(f"workshop leaderboard: {exc}", file=sys.stderr)
+        return 2
+    print(f"{written[0].resolve()}: the public page; {len(written) - 2} students' own pages beside it in you/; "
+          f"{written[-1].resolve()}: every row with student ids, reasons and pages")
+    return 0
 
 
 def _targets(name: str, records: list[Path], fraction: float, write: bool) -> int:
