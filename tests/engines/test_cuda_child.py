@@ -196,6 +196,7 @@ SECONDS = {"baseline": 2e-3, "kernel": 1e-3}    # what the stand-in timer report
 # for all SAMPLES on a machine loaded by the tests running in parallel
 BUDGET_S = 60.0
 ATTENTION = tracks.get("attention").problem_module()
+NVFP4 = tracks.get("nvfp4").problem_module()
 CORRECT = {                                     # a right Python "kernel" (out, inputs) for every kind
     "copy": lambda out, a: out.copy_(a),
     "transpose": lambda out, a: out.copy_(a.t()),
@@ -217,6 +218,7 @@ CORRECT = {                                     # a right Python "kernel" (out, 
     "attention_forward_causal_tc": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(),
                                                                                       v.float(), True)),
     "attention_decode": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(), False)),
+    "nvfp4_gemv": lambda out, w, s, ts, x: out.copy_(NVFP4.dequantise(w, s, ts) @ x.double()),
 }
 
 

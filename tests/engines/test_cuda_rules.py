@@ -42,8 +42,9 @@ ATTENTION_KINDS = {"attention_forward": (1, 2, 33, 40, 64), "attention_forward_c
 
 def test_every_kind_has_its_rule_here():
     # the tensor-core kinds' rules (tracks/tensorcores/problem.py) are tested in tests/tracks/test_tensorcores.py
+    # nvfp4_gemv's (tracks/nvfp4/problem.py) in tests/tracks/test_nvfp4.py
     assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "bf16gemm_kmajor", "f16gemm", "tf32gemm", "fp8gemm", "row_softmax",
-                                      *ATTENTION_KINDS, "row_sum"])
+                                      *ATTENTION_KINDS, "row_sum", "nvfp4_gemv"])
 
 
 # --- bit-identical kinds ------------------------------------------------------------------------------
