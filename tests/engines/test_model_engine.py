@@ -9,7 +9,7 @@ import torch
 
 from graders import tracks
 from graders.model_engine import child
-from graders.model_engine.grade import fast_p, grade_model
+from graders.model_engine.grade import check, checked, fast_p, grade_model
 from graders.model_engine.source import ModelSource, ModelSourceError, model_from_cell, source_problems
 from graders.model_engine.spec import load_model_spec
 from graders.result import Status
@@ -167,3 +167,36 @@ def test_each_known_wrong_solution_gets_its_expected_points(path):
 def test_a_refused_cell_starts_no_child_and_says_why():
     result = grade_model("kernelbench", "relu", ModelSource(_cell("return x", before="import os\n")), **QUICK)
     assert result.status == Status.REFUSED and "os is not importable" in result.message and result.points == 0
+
+
+TRITON_ONLY_RELU = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(out_ptr, x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=offsets < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 256),)](out, x, x.numel(), BLOCK_SIZE=256)
+        return out
+'''
+
+
+def test_the_check_cell_runs_a_triton_kernel_in_the_interpreter_without_a_gpu(capsys):
+    """No GPU here: the check runs the model on the CPU, its Triton kernel in Triton's interpreter (this ModelNew
+    has no PyTorch path), and says ✓; a wrong one ✗ with the first wrong value; the release's stub ✗."""
+    assert checked("kernelbench", "relu", ModelSource(TRITON_ONLY_RELU))[0] == "✓"
+    wrong = TRITON_ONLY_RELU.replace("tl.maximum(x, 0.0)", "x")
+    mark, line = checked("kernelbench", "relu", ModelSource(wrong))
+    assert mark == "✗" and "trial 1: out[" in line and "Triton's interpreter" in line
+    stub = ModelSource(_cell("# YOUR CODE HERE\n        ..."))
+    check("kernelbench", "relu", stub)
+    assert capsys.readouterr().out == "✗ relu: not written yet (forward is still the stub)\n"

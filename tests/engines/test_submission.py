@@ -37,6 +37,20 @@ def test_literals_and_kernels_come_from_solution_cells_last_definition_winning()
     assert isinstance(kernel, SubmittedKernel) and kernel.name == "map_kernel" and "a[i] + 10" in kernel.source
 
 
+def test_a_class_is_the_one_defined_last_above_the_test_cell():
+    """Each problem of a model track defines its own ModelNew: its test cell grades the one above it."""
+    first, second = "class ModelNew:\n    size = 1\n", "class ModelNew:\n    size = 2\n"
+    nb = _notebook(("early_score", "score_model('t', 'early', ModelNew)", False), ("one", first, True),
+                   ("one_score", "score_model('t', 'one', ModelNew)", False), ("two", second, True),
+                   ("two_score", "score_model('t', 'two', ModelNew)", False), (None, "class ModelNew: pass", False))
+    submission = Submission(nb)
+    name = hidden_call("score_model('t', 'one', ModelNew)", {"score_model"}).args[2]
+    assert submission.resolve(name, at="one_score").source == first
+    assert submission.resolve(name, at="two_score").source == second
+    with pytest.raises(SubmissionError, match="no solution cell above early_score defines the class ModelNew"):
+        submission.resolve(name, at="early_score")
+
+
 def test_a_cell_the_student_added_and_the_notebook_namespace_are_never_read():
     nb = _notebook(("map", "# YOUR CODE HERE", True), (None, KERNEL, False),
                    ("setup", "naive_src = 'from a locked cell'", False))

@@ -1,0 +1,70 @@
+"""The kernelbench track (W6) autograded by nbgrader on a real GPU, at the problems' own sizes: the references
+correct, with their speed-ups over eager PyTorch and ``torch.compile`` recorded (the issue's goal: at least 1.0x over
+``torch.compile``), the untouched stub 0, each known-wrong solution (the reward hacks, a wrong tolerance, a
+power-of-two special case; the side-stream hack only a GPU can try) exactly its ``expect:`` points and status.
+Records each submission's seconds, scores and each reference's timings and fast_p flags under
+benchmarks/results/kernelbench/ (``kernelbench-nbgrader-gpu-<date-time>.json``), the numbers `workshop targets`
+and the targets' comment in spec.toml need."""
+from __future__ import annotations
+
+import pytest
+
+from graders import tracks
+from graders.autograde import stored_results
+from graders.model_engine.spec import load_model_spec
+from workshop.course import Autograding, Course, stderr_text
+from workshop.records import write_gpu_record
+
+pytestmark = pytest.mark.gpu
+TRACK = tracks.get("kernelbench")
+SPEC = load_model_spec("kernelbench")
+
+
+@pytest.fixture(scope="module")
+def grading(tmp_path_factory):
+    grading = Autograding(Course(tmp_path_factory.mktemp("kernelbench-gpu-course"), TRACK.name))
+    grading.timings = {}
+    yield grading
+    write_gpu_record("kernelbench-nbgrader-gpu", "nbgrader autograde of the kernelbench track: the references, the "
+                     "stub and each known-wrong solution, at the problems' sizes",
+                     {"seconds_per_submission": grading.seconds, "scores": grading.scores,
+                      "reference_timings": grading.timings}, dists=("nbgrader", "triton"), folder=TRACK.name)
+
+
+def _results(grading: Autograding, student: str) -> dict[str, dict]:
+    """grade_id -> the one result the trusted grader stored in that graded cell."""
+    nb = grading.course.autograded(student)
+    return {c.metadata.nbgrader["grade_id"]: stored_results(c)[0] for c in nb.cells
+            if c.cell_type == "code" and stored_results(c)}
+
+
+def test_every_reference_is_correct_and_its_speedups_are_recorded(grading):
+    scores = grading.grade("reference", {pid: p.reference.read_text() for pid, p in SPEC.problems.items()})
+    for grade_id, outputs in grading.test_cell_outputs("reference").items():
+        print(f"--- {grade_id}\n" + "".join(o.get("text", "") for o in outputs))
+        assert not stderr_text(outputs), (grade_id, stderr_text(outputs))
+    for grade_id, result in _results(grading, "reference").items():
+        assert result["status"] == "ok" and result["device"] == "cuda", (grade_id, result["message"])
+        grading.timings[grade_id] = {"timing": result["timing"], "fast_p": result["fast_p"]}
+        assert "compile" in result["timing"]["speedup"], result["timing"].get("compile_error")
+        assert scores[grade_id] >= SPEC.points_correct
+    assert set(scores) == {f"{pid}_score" for pid in SPEC.problems}
+
+
+def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):
+    scores = grading.grade("stub", {})
+    assert scores and not any(scores.values()), scores
+    for grade_id, outputs in grading.test_cell_outputs("stub").items():
+        assert any(o.get("output_type") == "error" for o in outputs), (grade_id, outputs)
+
+
+def test_each_known_wrong_solution_gets_its_expected_points_and_status(grading):
+    missed = {}
+    for path in TRACK.wrong_solutions():
+        (grade_id, expected), = tracks.expected_points(path).items()
+        student = f"wrong-{path.stem.replace('_', '-')}"
+        scores = grading.grade(student, {grade_id.removesuffix("_score"): path.read_text()})
+        status = _results(grading, student).get(grade_id, {}).get("status", "not graded")
+        if not expected.matches(scores[grade_id]) or status not in tracks.expected_statuses(path):
+            missed[path.name] = (scores[grade_id], status, str(expected), tracks.expected_statuses(path))
+    assert not missed, missed
