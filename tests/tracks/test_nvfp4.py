@@ -34,8 +34,8 @@ needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sas
 
 
 def opcodes(text: str, opcode: str) -> int:
-    """How many instructions of ``text`` (SASS) are ``opcode`` with any modifiers after it ("LDG.E.128": LDG.E.128.CONSTANT
-    too, not LDG.E)."""
+    """How many instructions of ``text`` (SASS) are ``opcode`` with any modifiers after it ("LDG.E.128":
+    LDG.E.128.CONSTANT too, not LDG.E)."""
     return sum(1 for m in re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)", text, re.MULTILINE)
                if m == opcode or m.startswith(opcode + "."))
 

@@ -147,7 +147,8 @@ def _question(q: Question) -> list[nbformat.NotebookNode]:
     markers, between two string statements) and its graded cell."""
     options = "\n".join(f"- **{k}**: {option}" for k, option in q.options.items())
     answer = answer_literal(right_answer(TRACK, q, REFERENCE_STUDENT))
-    text = f"**{q.id}** ({q.points:g} point{'' if q.points == 1 else 's'}). {q.text}\n\n{options}\n\n*Answer: {form(q)}.*"
+    plural = "" if q.points == 1 else "s"
+    text = f"**{q.id}** ({q.points:g} point{plural}). {q.text}\n\n{options}\n\n*Answer: {form(q)}.*"
     return [nb.markdown(text),
             nb.solution(f'{q.id} = None\n"""\n### BEGIN SOLUTION\n"""\n{q.id} = {answer}\n"""\n### END SOLUTION\n"""',
                         q.id),
