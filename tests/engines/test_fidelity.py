@@ -246,6 +246,8 @@ LEAST_WORK = {
     "sgemm": ("fp32", lambda m, n, k: 2 * m * n * k),                   # M N K multiply-adds
     "row_sum": ("dram", lambda rows, cols: 4 * rows * cols + 4 * rows),   # fp32 x read, one sum a row written
     "copy_rows": ("dram", lambda rows, cols: 2 * 4 * rows * cols),
+    # e2m1 codes (half a byte each) and e4m3 scales (a byte per 16) read, the fp32 tensor scale and x read, y written
+    "nvfp4_gemv": ("dram", lambda m, k: m * k // 2 + m * k // 16 + 4 + 4 * k + 4 * m),
 }
 
 
