@@ -3,8 +3,9 @@
 One row per student and assignment, from the course's gradebook: nbgrader's own columns first (its
 ``CsvExportPlugin``, exactly as ``nbgrader export`` writes them, students who handed nothing in included),
 then the points of each graded cell (by grade_id), then, for each kernel whose hidden test timed it,
-``<kernel>_ms``, ``<kernel>_G<unit>/s`` and ``<kernel>_ratio`` (to the baseline), and ``gpu``: the GPU it was
-graded on, or ``simulator``.
+``<kernel>_ms``, ``<kernel>_G<unit>/s`` and ``<kernel>_ratio`` (to the baseline); for each correct ``ModelNew``
+of a model track, ``<problem>_ms`` and ``<problem>_speedup_<baseline>`` (eager, compile); and ``gpu``: the GPU it
+was graded on, or ``simulator``.
 
 The speed comes from what each graded cell's hidden test graded, stored in the autograded notebook by the
 trusted grader (``metadata.workshop.results`` of the graded cells, `graders.autograde.TrustedGrades`), the GPU
@@ -48,11 +49,16 @@ def nbgrader_grades(gb: Gradebook) -> pd.DataFrame:
 
 
 def performance(results: list[dict]) -> dict[str, float]:
-    """Each timed kernel's ms, throughput (G<unit>/s) and ratio, from the results of one graded cell."""
+    """Each timed kernel's ms, throughput (G<unit>/s) and ratio, from the results of one graded cell; a model's
+    (`graders.model_engine`) ms and speed-up over each baseline its grading timed."""
     columns = {}
     for result in results:
         timing = result.get("timing")
-        if timing and Status(result["status"]) in CORRECT:
+        if timing and "speedup" in timing and result["status"] == Status.OK:
+            k = result["test"]
+            columns |= {f"{k}_ms": timing["submission"]["median_s"] * 1e3}
+            columns |= {f"{k}_speedup_{base}": speedup for base, speedup in timing["speedup"].items()}
+        elif timing and Status(result["status"]) in CORRECT:
             k, unit = result["test"], timing["work_unit"]
             columns |= {f"{k}_ms": timing["kernel"]["median_s"] * 1e3,
                         f"{k}_G{unit}/s": timing["kernel"]["throughput"] / 1e9, f"{k}_ratio": timing["ratio"]}

@@ -78,6 +78,19 @@ def test_performance_columns_from_a_cuda_kernels_results():
     assert performance([GradeResult("map", Status.OK, target="sim").as_dict()]) == {}
 
 
+def test_performance_columns_from_a_models_results():
+    """A model track's result (`graders.model_engine`): its median ms and its speed-up over each baseline timed."""
+    timing = {"submission": {"median_s": 2e-3, "min_s": 1.9e-3, "runs": 20},
+              "eager": {"median_s": 3e-3, "min_s": 2.9e-3, "runs": 20},
+              "compile": {"median_s": 2.5e-3, "min_s": 2.4e-3, "runs": 20}, "speedup": {"eager": 1.5, "compile": 1.25}}
+    result = GradeResult("attention_block", Status.OK, points=1.5, max_points=3.0, target="cuda",
+                         details={"timing": timing})
+    assert performance([result.as_dict()]) == pytest.approx(
+        {"attention_block_ms": 2.0, "attention_block_speedup_eager": 1.5, "attention_block_speedup_compile": 1.25})
+    wrong = GradeResult("attention_block", Status.INCORRECT, "timed call 3: ...", details={"timing": timing})
+    assert performance([wrong.as_dict()]) == {}
+
+
 def test_an_assignment_generated_but_never_released_is_named(released_puzzles):
     """puzzles is in the gradebook with no submission: named once the course's exchange has released something
     else, not while it is released, and not when there is no outbound folder to tell."""
