@@ -297,7 +297,7 @@ def test_the_cpu_preview_finds_each_known_wrong_solution_wrong_at_one_row_of_64(
 def test_every_question_has_its_answer_among_its_options():
     key = answer_key("nvfp4")
     questions = NVFP4.QUESTIONS
-    assert sorted(key) == sorted(q.id for q in questions) and len(questions) == 8
+    assert sorted(key) == sorted(q.id for q in questions) and len(questions) == 9
     assert all(key[q.id] in q.options for q in questions)
     assert len(set(key.values())) == 4   # the right answers are not all one letter
 

@@ -6,6 +6,8 @@ KEY = {
     "tcgen05_issue": "c",
     # TMEM on sm_100: 128 lanes x 512 columns x 32 bits = 256 KB per SM
     "tmem_size": "b",
+    # one 32-bit column per fp32 element of a row: 256 columns (a power of two, within the 512)
+    "tmem_columns": "b",
     # tcgen05.alloc from a single warp, in columns (a power of two >= 32); tcgen05.dealloc before the kernel exits
     "tmem_alloc": "d",
     # tcgen05.ld: warp w % 4 of a warpgroup reaches TMEM lanes 32 (w % 4) to 32 (w % 4) + 31

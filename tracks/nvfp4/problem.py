@@ -172,6 +172,9 @@ BLACKWELL = {
         "b": "256 KB: 128 lanes x 512 columns of 32-bit cells",
         "c": "64 KB: one register file's worth, 65,536 32-bit registers",
         "d": "50 MB, the L2's size, partitioned per SM"}),
+    "tmem_columns": ("A CTA keeps a 128 x 256 fp32 accumulator in Tensor Memory, one row of it a lane. How many "
+                     "columns must its `tcgen05.alloc` ask for?", {
+                         "a": "128", "b": "256", "c": "512", "d": "1024"}),
     "tmem_alloc": ("Before a kernel can use Tensor Memory, what must it do?", {
         "a": "nothing: every thread owns its lane of TMEM from launch",
         "b": "declare it `__tmem__` like a `__shared__` array",
