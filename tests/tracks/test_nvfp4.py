@@ -157,6 +157,15 @@ def test_the_reference_is_the_float64_product_of_the_dequantised_matrix():
         assert math.isclose(float(expected.magnitude[m]), magnitude, rel_tol=1e-12)
 
 
+def test_the_reference_in_chunks_of_rows_is_the_whole_products(monkeypatch):
+    ins = inputs((37, 1088), seed=2)
+    whole = NVFP4.dequantise(*ins[:3]) * ins[3].double()
+    for chunk in (1, 3 * 1088, 1 << 24):   # a row a chunk, three rows, every row at once
+        monkeypatch.setattr(NVFP4, "CHUNK_VALUES", chunk)
+        found = KIND.reference(ins)
+        assert torch.equal(found.exact, whole.sum(dim=1)) and torch.equal(found.magnitude, whole.abs().sum(dim=1))
+
+
 def test_fp32_accumulation_in_any_order_passes_and_each_known_bug_fails():
     """The tolerance holds an fp32 sequential sum at the longest check row and one of blocks of 16 scaled after;
     the decode bugs of the known-wrong solutions, emulated here, are far outside it at every check shape."""

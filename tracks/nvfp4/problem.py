@@ -43,6 +43,7 @@ BLOCK = 16                 # values per e4m3 block scale
 SPLIT_UNIT = 256           # TILE_X / SPLIT_UNIT blocks share each row's K
 RTOL = 1e-4
 SCALE_BYTES = (0x08, 0x7E)   # the e4m3 block scales drawn: positive normal values, 2^-6 to 448
+CHUNK_VALUES = 1 << 24       # weights the reference dequantises at a time
 
 
 def e4m3(bits: Tensor) -> Tensor:
@@ -98,9 +99,17 @@ class Product:
 
 
 def reference(inputs: list[Tensor]) -> Product:
+    """Row by row in chunks of at most `CHUNK_VALUES` weights, so that the float64 matrix is never whole (1 GiB at
+    the spec's shape)."""
+    import torch
     w, scales, tensor_scale, x = inputs
-    terms = dequantise(w, scales, tensor_scale) * x.double()
-    return Product(terms.sum(dim=1), terms.abs().sum(dim=1))
+    rows, xd = max(1, CHUNK_VALUES // (2 * w.shape[1])), x.double()
+    exact, magnitude = [], []
+    for r in range(0, w.shape[0], rows):
+        terms = dequantise(w[r:r + rows], scales[r:r + rows], tensor_scale) * xd
+        exact.append(terms.sum(dim=1))
+        magnitude.append(terms.abs().sum(dim=1))
+    return Product(torch.cat(exact), torch.cat(magnitude))
 
 
 def mismatch(out: Tensor, expected: Product) -> str:
