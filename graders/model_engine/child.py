@@ -34,7 +34,8 @@ import statistics
 import time
 from pathlib import Path
 
-from graders.model_engine.source import ALLOWED_IMPORTS, BUILTINS, CLASS_NAME, source_problems
+from graders.model_engine.cuda_kernels import NoGPU
+from graders.model_engine.source import ALLOWED_IMPORTS, BUILTINS, CLASS_NAME, CUDA_KERNELS, source_problems
 from graders.model_engine.spec import ModelProblem, load_model_spec
 from graders.result import Status
 
@@ -51,7 +52,8 @@ class Failed(Exception):
 
 
 def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level or name not in ALLOWED_IMPORTS:
+    launcher = name == CUDA_KERNELS and tuple(fromlist or ()) == ("cuda_kernel",)
+    if level or not (name in ALLOWED_IMPORTS or launcher):
         raise ImportError(f"{name} is not importable in a ModelNew's cell")
     return builtins.__import__(name, globals, locals, fromlist, level)
 
@@ -198,6 +200,9 @@ class Judge:
             got, untouched = self.call(model, inputs)
         except Failed:
             raise
+        except NoGPU as exc:
+            status = Status.KERNEL_ERROR if self.cuda else Status.NO_GPU   # on a GPU: a CPU tensor handed to it
+            raise Failed(status, f"trial {n + 1}: {exc}") from None
         except Exception as exc:   # the submission's own failure, not the grader's
             raise Failed(Status.KERNEL_ERROR, f"trial {n + 1}: forward raised {type(exc).__name__}: {exc}") from None
         if not untouched:

@@ -196,6 +196,8 @@ def checked(assignment: str | Path, problem_id: str, model) -> tuple[str, str]:
     sizes = ", ".join(f"{name} = {value:g}" for name, value in problem.cpu_sizes.items())
     if child.status != "ok" or "error" in child.answer:
         found = ("?", f"{problem_id}: the check did not finish: {child.message or child.answer.get('error', '')}")
+    elif child.answer["status"] == Status.NO_GPU:
+        found = ("?", f"{problem_id}: not run on this machine: {child.answer['message']}. The GPU worker checks it.")
     elif child.answer["status"] != Status.OK:
         found = ("✗", f"{problem_id}: {child.answer['message']} ({where}, {sizes})")
     else:

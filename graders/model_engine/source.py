@@ -16,7 +16,9 @@ kernel's cell (`graders.triton_engine.kernel_source`):
   are no builtin here), ``async`` or generators.
 
 ``torch.utils.cpp_extension.load_inline`` is refused: native code in the grading process could rewrite any
-object the checks use. A CUDA C++ kernel goes through the CUDA C++ engine, whose harness owns the launch.
+object the checks use. A CUDA C++ kernel is compiled and launched by the grader's `cuda_kernel`
+(``from graders.model_engine.cuda_kernels import cuda_kernel``, `graders.model_engine.cuda_kernels`), whose host
+side is the grader's.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from graders.triton_engine.kernel_source import is_triton_jit, kernel_problems
 
 CLASS_NAME = "ModelNew"
 MAX_SOURCE_CHARS = 20_000
+CUDA_KERNELS = "graders.model_engine.cuda_kernels"   # `cuda_kernel`, the grader's launcher of CUDA C++ kernels
 ALLOWED_IMPORTS = {"torch": "torch", "torch.nn": "nn", "torch.nn.functional": "F", "math": "math",
                    "triton": "triton", "triton.language": "tl"}
 BUILTINS = frozenset({"range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list", "dict",
@@ -78,11 +81,14 @@ def _denied(attr: str) -> bool:
 def _import_problems(node: ast.stmt, bound: set[str]) -> list[str]:
     where = f"line {node.lineno}"
     if isinstance(node, ast.ImportFrom):
-        if node.module in ("torch", "triton") and len(node.names) == 1 and node.names[0].name in ("nn", "language"):
+        names = tuple(alias.name for alias in node.names)
+        if (node.module in ("torch", "triton") and names in (("nn",), ("language",))) \
+                or (node.module == CUDA_KERNELS and names == ("cuda_kernel",)):
             alias = node.names[0]
             bound.add(alias.asname or alias.name)
             return []
-        return [f"{where}: import only {', '.join(ALLOWED_IMPORTS)} (e.g. `import torch.nn.functional as F`)"]
+        return [f"{where}: import only {', '.join(ALLOWED_IMPORTS)} (e.g. `import torch.nn.functional as F`), and "
+                f"`from {CUDA_KERNELS} import cuda_kernel`"]
     problems = []
     for alias in node.names:
         if alias.name not in ALLOWED_IMPORTS:

@@ -13,6 +13,7 @@ from graders.model_engine.grade import check, checked, fast_p, grade_model
 from graders.model_engine.source import ModelSource, ModelSourceError, model_from_cell, source_problems
 from graders.model_engine.spec import load_model_spec
 from graders.result import Status
+from model_sources import CUDA_RELU
 
 TRACK = tracks.get("kernelbench")
 SPEC = load_model_spec("kernelbench")
@@ -200,3 +201,46 @@ def test_the_check_cell_runs_a_triton_kernel_in_the_interpreter_without_a_gpu(ca
     stub = ModelSource(_cell("# YOUR CODE HERE\n        ..."))
     check("kernelbench", "relu", stub)
     assert capsys.readouterr().out == "✗ relu: not written yet (forward is still the stub)\n"
+
+
+
+
+@pytest.mark.parametrize("line, allowed", [
+    ("from graders.model_engine.cuda_kernels import cuda_kernel", True),
+    ("from graders.model_engine.cuda_kernels import cuda_kernel as k", True),
+    ("from graders.model_engine.cuda_kernels import CudaKernel", False),
+    ("from graders.model_engine.cuda_kernels import cuda_kernel, NoGPU", False),
+    ("from graders.model_engine import grade", False),
+    ("import graders.model_engine.cuda_kernels", False),
+])
+def test_the_one_grader_import_a_cell_may_make_is_the_cuda_launcher(line, allowed):
+    problems = source_problems(_cell("return x", before=line + "\n"))
+    assert (problems == []) == allowed, problems
+    if allowed:
+        namespace = child.load_submission(_cell("return x", before=line + "\n")).forward.__globals__
+        assert callable(namespace[line.split()[-1]])
+
+
+def test_a_cuda_cpp_model_compiles_here_and_its_check_says_the_gpu_worker_runs_it():
+    """No GPU here: the kernel compiles with NVRTC in the grading child; its launch cannot run, which the check
+    says as ? (not ✗); a compile error is the model's, with NVRTC's line in the kernel's string."""
+    mark, line = checked("kernelbench", "relu", ModelSource(CUDA_RELU))
+    assert mark == "?" and "there is no GPU here to launch a CUDA C++ kernel on" in line, line
+    broken = grade_model("kernelbench", "relu", ModelSource(CUDA_RELU.replace("out[i] =", "out[i] = y +")), **QUICK)
+    assert broken.status == Status.COMPILE_ERROR and "CompileError" in broken.message, broken.message
+    assert "line 4" in broken.message and "identifier \"y\" is undefined" in broken.message, broken.message
+
+
+def test_launch_arguments_are_cuda_tensors_32_bit_ints_and_floats():
+    from graders.model_engine.cuda_kernels import NoGPU, _dims, kernel_argument
+    assert kernel_argument(7, 1) == 7 and kernel_argument(7, 1).dtype.name == "int32"
+    assert kernel_argument(0.5, 2).dtype.name == "float32"
+    with pytest.raises(NoGPU, match="argument 1 is a tensor on cpu"):
+        kernel_argument(torch.zeros(2), 1)
+    for value, why in [(1 << 31, "does not fit a 32-bit int"), (True, "is a bool"), ("x", "is a str")]:
+        with pytest.raises(ValueError, match=why):
+            kernel_argument(value, 3)
+    assert _dims(4, "grid") == (4, 1, 1) and _dims((2, 3), "block") == (2, 3, 1)
+    for bad in [(0,), (1, 2, 3, 4), (2.0,), ()]:
+        with pytest.raises(ValueError, match="1 to 3 positive ints"):
+            _dims(bad, "grid")

@@ -11,7 +11,10 @@ import pytest
 
 from graders import tracks
 from graders.autograde import stored_results
+from graders.model_engine.grade import grade_model
+from graders.model_engine.source import ModelSource
 from graders.model_engine.spec import load_model_spec
+from model_sources import CUDA_RELU
 from workshop.course import Autograding, Course, stderr_text
 from workshop.records import write_gpu_record
 
@@ -68,3 +71,10 @@ def test_each_known_wrong_solution_gets_its_expected_points_and_status(grading):
         if not expected.matches(scores[grade_id]) or status not in tracks.expected_statuses(path):
             missed[path.name] = (scores[grade_id], status, str(expected), tracks.expected_statuses(path))
     assert not missed, missed
+
+
+def test_a_cuda_cpp_model_is_compiled_launched_and_graded_like_a_triton_one():
+    """`cuda_kernel` (graders/model_engine/cuda_kernels.py): NVRTC for this GPU, a launch on PyTorch's stream."""
+    result = grade_model("kernelbench", "relu", ModelSource(CUDA_RELU))
+    print(result.details.get("timing"))
+    assert result.status == "ok" and result.details["device"] == "cuda", result.failure_line()

@@ -28,19 +28,24 @@ INTRO = """# KernelBench: make a PyTorch model faster
 
 KernelBench's task, as its benchmark poses it to people and to models alike: each problem is a PyTorch
 `Model` (its `forward` is the reference), with `get_inputs()` drawing the inputs and `get_init_inputs()` the
-constructor's arguments. You write `ModelNew`, a module that computes the same function faster, typically with
-Triton kernels it launches from `forward`. {count} problems, two from KernelBench's level 1 (one operator) and one
-from level 2 (a small fusion).
+constructor's arguments. You write `ModelNew`, a module that computes the same function faster, with Triton
+kernels or CUDA C++ kernels it launches from `forward`. {count} problems, two from KernelBench's level 1 (one
+operator) and one from level 2 (a small fusion).
 
 **Your cell.** Each problem's solution cell is all the grader reads for it: its imports (only `torch`,
-`torch.nn as nn`, `torch.nn.functional as F`, `math`, `triton`, `triton.language as tl`), its `@triton.jit`
-kernels, constants and the class `ModelNew`. The grader runs that cell's code, not your notebook: a helper
+`torch.nn as nn`, `torch.nn.functional as F`, `math`, `triton`, `triton.language as tl`, and
+`from graders.model_engine.cuda_kernels import cuda_kernel`), its `@triton.jit` kernels, constants (a CUDA C++
+kernel's source is a string constant) and the class `ModelNew`. A CUDA C++ kernel is compiled by the grader
+(NVRTC) and launched on PyTorch's current stream: build it in `__init__`, `self.relu = cuda_kernel(RELU,
+"relu")` for `RELU = r'''extern "C" __global__ void relu(float* out, const float* x, int n) {{...}}'''`, and
+launch it in `forward`, `self.relu(grid, block, out, x, n)`: tensors are passed as pointers, ints as 32-bit
+`int`, floats as 32-bit `float`. The grader runs that cell's code, not your notebook: a helper
 defined in another cell does not exist there. Its Python runs in the grading process beside the reference and
 the checks, so it is held to what a model needs: no other imports, no `eval`, `exec`, `getattr` or `open`, no
 attribute that begins with `_`, no assignment to anything but `self`'s attributes (a module such as `torch` or
 `F` is never patched), no streams, events, seeds or global switches, and no `load_inline` (CUDA C++ goes through
-the CUDA tracks' engine, whose harness owns the launch). A cell outside these rules is refused with the rule
-it broke, before it runs.
+`cuda_kernel`, whose host side is the grader's). A cell outside these rules is refused with the rule it broke,
+before it runs.
 
 **Correct** means: built from the same `get_init_inputs()` as `Model`, after the same `torch.manual_seed`
 (create your parameters in the order `Model` creates them and they hold the same values), `ModelNew`'s output
