@@ -1,9 +1,9 @@
-"""The NVFP4 GEMV journey on a real GPU (the H200 it is written for; the cluster step needs sm_90).
+"""The NVFP4 GEMV journey on a real GPU (the H200 it is written for; the last two steps need sm_90: clusters).
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_nvfp4_gpu.py -x -q -s`` (``-s`` shows the table).
 Nothing here has run on a GPU in the change that wrote it: the kernels compiled for sm_90, their SASS was read and
-all but the cluster step ran in the CPU preview on a machine without one (tests/tracks/test_nvfp4.py), so these
-tests are the first to run them.
+all but the clustered steps ran in the CPU preview on a machine without one (those two with one block a row group:
+tests/tracks/test_nvfp4.py), so these tests are the first to run them.
 
 - every reference graded as a submission is (sandboxed child, the roofline copy timed in the same child): correct at
   every check shape, before and after timing; its time, GB/s, ratio to the copy, fraction of the memory's peak and

@@ -1,7 +1,7 @@
 """The NVFP4 GEMV journey without a GPU: its spec and kind (the decode against independent ones, the reference, the
 tolerance, the roofline copy), every reference and known-wrong solution compiled for its arch with the SASS its step
 asks for, the CPU preview of every step it can run (the references right, each known-wrong one wrong where its bug
-shows), and the Blackwell questions' key. Speed, the cluster step and the grading of the whole notebook need the GPU:
+shows), and the Blackwell questions' key. Speed, the clustered steps' split and the grading of the whole notebook need the GPU:
 tests/gpu/test_nvfp4_gpu.py."""
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ from graders.cuda_engine import sass
 from graders.cuda_engine.child import verdict
 from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.problems import problem
-from graders.cuda_engine.spec import load_spec
+from graders.cuda_engine.spec import load_spec, make_geometry
 from graders.quiz_engine.grade import answer_key
 
 TRACK = tracks.get("nvfp4")
 SPEC = load_spec("nvfp4")
 KIND = problem("nvfp4_gemv")
 NVFP4 = TRACK.problem_module()
-ORDER = ["naive", "coalesced", "decode", "warp", "smem", "cluster"]
+ORDER = ["naive", "coalesced", "decode", "warp", "smem", "cluster", "registers"]
+CLUSTERED = ("cluster", "registers")
 WRONG = {p.stem: p for p in TRACK.wrong_solutions()}
 BUGS = {"sign_dropped": "decode", "scale_per_32": "warp", "k_tail_dropped": "smem", "compile_error": "decode"}
 
@@ -55,21 +56,22 @@ def inputs(shape, seed=0):
 def test_spec_lists_the_journeys_steps_in_order():
     assert list(SPEC.kernels) == ORDER and SPEC.targets == "provisional"
     assert all(k.kind == "nvfp4_gemv" and k.perf_shape == (4096, 32768) for k in SPEC.kernels.values())
-    assert [k.sass_requirements for k in SPEC.kernels.values()] == [()] + [("ldg128",)] * 5
-    assert [k.floor < k.target for k in SPEC.kernels.values()] == [True] * 6
-    last = SPEC.kernel("cluster")
-    assert (last.launch.cluster, last.launch.arch) == ((4, 1), "sm_90")
-    assert all(k.launch.cluster is None and k.launch.arch is None for k in list(SPEC.kernels.values())[:-1])
+    assert [k.sass_requirements for k in SPEC.kernels.values()] == [()] + [("ldg128",)] * 6
+    assert [k.floor < k.target for k in SPEC.kernels.values()] == [True] * 7
+    for kernel in SPEC.kernels.values():
+        launch = ((4, 1), "sm_90") if kernel.id in CLUSTERED else (None, None)
+        assert (kernel.launch.cluster, kernel.launch.arch) == launch
 
 
 def test_the_grid_splits_k_only_in_the_cluster_step():
-    """TILE_X / 256 blocks share a row group's K: 1 but in the cluster step, whose 4 are one cluster at every shape."""
+    """TILE_X / 256 blocks share a row group's K: 1 but in the last two steps, whose 4 are one cluster at every
+    shape."""
     for kernel in SPEC.kernels.values():
         g = kernel.geometry
         for m, k in (*kernel.check_shapes, kernel.perf_shape):
             assert k % 64 == 0
             grid = KIND.grid((m, k), g.tile)
-            assert grid == (4 if kernel.id == "cluster" else 1, -(-m // g.tile[1]), 1)
+            assert grid == (4 if kernel.id in CLUSTERED else 1, -(-m // g.tile[1]), 1)
 
 
 def test_check_shapes_show_each_tail():
@@ -249,48 +251,89 @@ def test_cuda_fp4_h_is_not_in_nvrtc_and_its_instruction_is_blackwells():
         compile_cuda(ptx, kernels=("k",), arch="sm_90")
 
 
+@pytest.fixture(scope="module")
+def disassembled(references) -> dict:
+    """Each reference's SASS (nvdisasm, once) and resource usage."""
+    found = {}
+    for kid, compiled in references.items():
+        function = SPEC.kernel(kid).function
+        found[kid] = (sass.disassemble(compiled.cubin)[function], sass.resource_usage(compiled.cubin)[function])
+    return found
+
+
+def unmet(disassembled, kernel_id: str, requirements) -> list[str]:
+    """The grader's sentences for the requirements the reference misses (`graders.cuda_engine.sass.check`'s)."""
+    text, usage = disassembled[kernel_id]
+    return [found for found in (sass.REQUIREMENTS[r][0](text, usage) for r in requirements) if found]
+
+
 @needs_sass_tools
 @pytest.mark.parametrize("kernel_id", ORDER)
-def test_reference_sass_shows_what_its_step_teaches(references, kernel_id):
+def test_reference_sass_shows_what_its_step_teaches(disassembled, kernel_id):
     kernel = SPEC.kernel(kernel_id)
-    cubin = references[kernel_id].cubin
-    failures, _ = sass.check(cubin, kernel.function, (*KIND.sass_requirements, *kernel.sass_requirements,
-                                                      "no_local"))
-    assert failures == []
-    text = sass.disassemble(cubin)[kernel.function]
-    count = {op: opcodes(text, op) for op in ("LDG.E.128", "LDG.E.U8", "SHFL.BFLY", "BAR.SYNC", "LDS.128",
-                                                        "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E")}
+    assert unmet(disassembled, kernel_id, (*KIND.sass_requirements, *kernel.sass_requirements, "no_local")) == []
+    text = disassembled[kernel_id][0]
+    count = {op: opcodes(text, op) for op in ("LDG.E.128", "LDG.E.U8", "SHFL.BFLY", "BAR.SYNC", "LDS", "LDS.128",
+                                                "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E")}
     assert (count["LDG.E.128"] > 0) == (kernel_id != "naive")        # 16-byte loads from the coalesced step on
     assert (count["LDG.E.U8"] > 0) == (kernel_id in ("naive", "coalesced"))   # scales a byte at a time, per value
-    assert (count["SHFL.BFLY"] > 0) == (kernel_id in ("warp", "smem", "cluster"))   # warp reductions
-    assert (count["LDS.128"] > 0) == (kernel_id in ("smem", "cluster"))   # x from shared memory, a float4 at a time
+    assert (count["SHFL.BFLY"] > 0) == (kernel_id in ("warp", "smem", *CLUSTERED))   # warp reductions
+    assert (count["LDS.128"] > 0) == (kernel_id in ("smem", *CLUSTERED))   # x from shared memory, a float4 at a time
+    # the table: a 32-bit shared load a value (32 a chunk) from the decode step until the registers step
+    assert (count["LDS"] - count["LDS.128"] >= 32) == (kernel_id in ("decode", "warp", "smem", "cluster"))
     # two cluster barriers (arrive and wait each) and loads from the other blocks' shared memory (generic LD)
-    assert (count["UCGABAR_ARV"], count["UCGABAR_WAIT"]) == ((2, 2) if kernel_id == "cluster" else (0, 0))
-    assert (count["LD.E"] > 0) == (kernel_id == "cluster")
+    assert (count["UCGABAR_ARV"], count["UCGABAR_WAIT"]) == ((2, 2) if kernel_id in CLUSTERED else (0, 0))
+    assert (count["LD.E"] > 0) == (kernel_id in CLUSTERED)
 
 
-def test_the_naive_step_misses_the_vectorised_loads_the_later_steps_must_have(references):
-    kernel = SPEC.kernel("naive")
-    failures, _ = sass.check(references["naive"].cubin, kernel.function, ("ldg128",), disassemble_always=False)
-    assert len(failures) == 1 and "no 128-bit global load" in failures[0]
+@needs_sass_tools
+def test_the_naive_step_misses_the_vectorised_loads_the_later_steps_must_have(disassembled):
+    (failure,) = unmet(disassembled, "naive", ("ldg128",))
+    assert "no 128-bit global load" in failure
 
 
 # ---- the CPU preview: what it can run -----------------------------------------------------------------------------
 
+def unclustered(source: str) -> str:
+    """A clustered step's source for one block a row group (run with TILE_X = 256, SPLITS = 1): its cluster barrier a
+    __syncthreads() (which it also is), its rank 0, no remote loads: the CPU preview can run it."""
+    for function, body in (("void cluster_sync()", "__syncthreads();"), ("unsigned cluster_rank()", "return 0;"),
+                           ("float remote_load(const float* p, unsigned rank)", "return 0.0f;")):
+        source, found = re.subn(rf"(__device__ __forceinline__ {re.escape(function)}\n\{{\n).*?\n\}}",
+                                rf"\g<1>    {body}\n}}", source, flags=re.DOTALL)
+        assert found == 1, function
+    assert "asm" not in source
+    return source
+
+
 @pytest.fixture(scope="module")
-def previews() -> dict:
+def previews(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("unclustered")
     jobs = {kid: Job(k, k.reference) for kid, k in SPEC.kernels.items()}
     jobs |= {name: Job(SPEC.kernel(BUGS[name]), WRONG[name]) for name in BUGS if name != "compile_error"}
+    for kid in CLUSTERED:
+        (folder / f"{kid}.cu").write_text(unclustered(SPEC.kernel(kid).reference.read_text()))
+        jobs[f"{kid} unclustered"] = Job(SPEC.kernel(kid), folder / f"{kid}.cu", make_geometry((256, 1), (256, 16)))
     return run_all(jobs)
 
 
 @pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
-def test_the_cpu_preview_runs_every_step_but_the_clusters(previews):
-    for kid in ORDER[:-1]:
+def test_the_cpu_preview_runs_every_step_but_the_clustered_ones(previews):
+    for kid in ORDER[:-2]:
         assert previews[kid].verdict == "correct", previews[kid].line
-    found = previews["cluster"]
-    assert (found.verdict, found.finding) == ("cannot_run", "unsupported")
-    assert "inline PTX (`barrier.cluster.arrive.release.aligned` in cluster_sync)" in found.line
+    for kid in CLUSTERED:
+        found = previews[kid]
+        assert (found.verdict, found.finding) == ("cannot_run", "unsupported")
+        assert "inline PTX (`barrier.cluster.arrive.release.aligned` in cluster_sync)" in found.line
+
+
+@pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
+def test_the_clustered_steps_with_one_block_a_row_group_are_correct_in_the_cpu_preview(previews):
+    """Everything but the split and the distributed shared memory: the staging, the decode (the registers step's
+    without a table, x times 2^63), the block scales, the partials through shared memory, the tensor scale."""
+    for kid in CLUSTERED:
+        found = previews[f"{kid} unclustered"]
+        assert found.verdict == "correct" and len(found.shapes) == 3, found.line
 
 
 @pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
@@ -299,6 +342,16 @@ def test_the_cpu_preview_finds_each_known_wrong_solution_wrong_at_one_row_of_64(
         found = previews[name]
         assert (found.verdict, found.finding, found.shape) == ("wrong", "incorrect", (1, 64)), found.line
         assert "1 of 1 values of y wrong; first y[0]: " in found.line
+
+
+def test_the_registers_steps_decode_is_every_codes_value():
+    """``((int)(code << 28) >> 6) & 0x81C00000`` as a float: the value times 2^-126 (x staged times 2^63, y times
+    2^63 back)."""
+    for code in range(16):
+        shifted = ((code << 28) - (1 << 32) if code & 8 else code << 28) >> 6   # an arithmetic shift
+        assert _bits(shifted & 0x81C00000) * 2.0 ** 126 == NVFP4.E2M1[code]
+    source = SPEC.kernel("registers").reference.read_text()
+    assert "__int_as_float(((int)top >> 6) & (int)0x81C00000)" in source and "tensor_scale[0] * 0x1p63f" in source
 
 
 # ---- the Blackwell part -------------------------------------------------------------------------------------------

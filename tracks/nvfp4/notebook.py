@@ -62,7 +62,7 @@ Every kernel has the signature
 - `tensor_scale`: one fp32 value; `x`: K fp32 values; `y`: M fp32 values, which you write.
 
 The grader compiles each cell with NVRTC and launches it itself: TILE_X / 256 x ceil(M / TILE_Y) blocks of BLOCK_X
-threads, TILE_Y rows a block and TILE_X / 256 blocks sharing each row's K (4 in the split-K step, 1 before it).
+threads, TILE_Y rows a block and TILE_X / 256 blocks sharing each row's K (4 in the last two steps, 1 before them).
 These names are `#define`d before your code; each step states its values. NVRTC here has no `cuda_fp8.h` or
 `cuda_fp4.h`: decode the bits yourself (the steps show how).
 

@@ -14,7 +14,7 @@ Shape ``(M, K)``, K a multiple of 64: ``y = W @ x`` with W an M x K matrix in NV
 ``W[m][k] = tensor_scale * e2m1(code of k) * e4m3(scales[m][k / 16])``. Kernels are
 ``(float* y, const unsigned char* w, const unsigned char* scales, const float* tensor_scale, const float* x,
 int M, int K)``, launched on ``TILE_X / 256`` x ceil(M / TILE_Y) blocks: ``TILE_Y`` rows a block, and ``TILE_X /
-256`` blocks sharing each row's K (1 but in the split-K step, whose blocks form a cluster).
+256`` blocks sharing each row's K (1 but in the last two steps, whose 4 blocks form a cluster).
 
 Correct: each ``y[m]`` within ``RTOL`` x the row's magnitude (the sum of ``|W[m][k] * x[k]|``) of the float64 product
 of the dequantised W: the decoded values are exact (an e2m1 value times an e4m3 scale has at most 6 significant bits),
