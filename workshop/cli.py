@@ -154,11 +154,21 @@ def _build(names: list[str], check: bool) -> int:
     return 1 if stale else 0
 
 
+def _model_track(name: str) -> None:
+    """`ValueError` unless ``name`` is a model-engine track (a `graders.tracks.TrackError` when it is no track)."""
+    from graders import tracks
+    engine = tracks.get(name).engine
+    if engine != "model":
+        raise ValueError(f"{name} is a {engine} track: grade-folder and the leaderboard take a model track's "
+                         "ModelNew problems (the capstone, kernelbench)")
+
+
 def _grade_folder(args) -> int:
     from graders.gpu import NeedsGPUWorker
     from workshop.grade_folder import grade_folder
     to = args.to or args.course / "machine-kernels" / args.assignment
     try:
+        _model_track(args.assignment)
         written = grade_folder(args.assignment, args.folder, to, kind=args.kind, device=args.device)
     except (ValueError, NeedsGPUWorker, OSError) as exc:   # a folder past its cap, no such model track, no GPU
         print(f"workshop grade-folder: {exc}", file=sys.stderr)
@@ -172,6 +182,7 @@ def _leaderboard(args) -> int:
     from workshop.export import gradebook_url
     course = args.course
     try:
+        _model_track(args.assignment)
         entries = leaderboard.student_entries(course, args.assignment, gradebook_url(course))
         entries += leaderboard.machine_entries(args.machine or course / "machine-kernels" / args.assignment,
                                                args.assignment)

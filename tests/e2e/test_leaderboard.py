@@ -86,13 +86,15 @@ def test_a_student_result_is_read_into_the_records_form(course):
     assert set(alice.result) == set(machine.result) and alice.result["test"] == machine.result["test"] == PROBLEM
 
 
-def test_grade_folder_caps_how_many_entries_it_reads(tmp_path, monkeypatch, capsys):
+def test_grade_folder_caps_how_many_entries_it_reads_and_both_commands_take_model_tracks_only(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(grade_folder, "MAX_FILES", 3)
     (tmp_path / PROBLEM).mkdir()
     for n in range(3):
         (tmp_path / PROBLEM / f"k{n}.py").write_text("")
     assert cli.main(["grade-folder", ASSIGNMENT, str(tmp_path), "--device", "cpu", "--to", str(tmp_path)]) == 2
     assert "more than 3 entries; grade-folder reads at most 3 (its cap on one folder)" in capsys.readouterr().err
+    assert cli.main(["leaderboard", "puzzles", "--course", str(tmp_path)]) == 2
+    assert "puzzles is a numba track" in capsys.readouterr().err
 
 
 @pytest.mark.slow
