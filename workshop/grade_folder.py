@@ -86,8 +86,9 @@ def find(folder: Path, problems: set[str]) -> list[Found]:
 
 
 def read_cell(path: Path) -> str:
-    """The file's text, at most `MAX_FILE_BYTES` of it read (`ModelSourceError` past that, or when not UTF-8)."""
-    with path.open("rb") as stream:
+    """The file's text, at most `MAX_FILE_BYTES` of it read (`ModelSourceError` past that, or when not UTF-8; `OSError`
+    when it is a link)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as stream:   # a link put there since `find`
         data = stream.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ModelSourceError(f"the file holds more than {MAX_FILE_BYTES} bytes; grade-folder reads at most "
@@ -104,7 +105,7 @@ def grade_file(assignment: str, found: Found, kind: str, device: str, gpu: str, 
     spec = load_model_spec(assignment)
     try:
         source = model_from_cell(read_cell(found.path))
-    except ModelSourceError as exc:
+    except (ModelSourceError, OSError) as exc:   # OSError: unreadable, or a link now
         result = GradeResult(found.problem, Status.REFUSED, str(exc), points=0.0, max_points=spec.max_points)
     else:
         result = grade_model(assignment, found.problem, source, device=device, **options)
