@@ -4,9 +4,9 @@
 // it is folded away: x is staged in shared memory times 2^63 (exact: a power of two), so each product is the true
 // one times 2^-63, a normal float, and the row's sum is multiplied back by 2^63 with the tensor scale.
 // Hypothesis: at 85% of the H200's bandwidth (4.8 TB/s at its peak) an SM must take in 25 to 30 values a clock; the
-// table costs a 32-bit shared-memory load a value, and the shared-memory pipe serves one warp-wide 32-bit load a clock, shared with the
-// LDS.128 of x, so the table, not HBM, is the limit. An SM issues four warp instructions a clock: three integer
-// instructions and an FMA a value fit, and leave the shared-memory pipe to x.
+// table costs a 32-bit shared-memory load a value, and the shared-memory pipe serves one warp-wide 32-bit load a clock,
+// shared with the LDS.128 of x, so the table, not HBM, is the limit. An SM issues four warp instructions a clock: three
+// integer instructions and an FMA a value fit, and leave the shared-memory pipe to x.
 // The launch: a cluster of 4 x 1 blocks of 256 threads, TILE_X / 256 = 4 blocks along K, 16 rows a block.
 #define XCHUNK 2048
 #define SPLITS (TILE_X / 256)
