@@ -1,6 +1,6 @@
-// Activation reuse through shared memory: the activations x are staged in shared memory XCHUNK values at a time,
-// once per block, and each warp takes two rows, so every value of x it reads (a float4 from shared memory) feeds both rows' products.
-// The block's 8 warps share one copy of x instead of each reading its own from L2.
+// Activation reuse through shared memory: the activations x are staged in shared memory XCHUNK values at a time, once
+// per block, and each warp takes two rows, so every value of x it reads (a float4 from shared memory) feeds both rows'
+// products. The block's 8 warps share one copy of x instead of each reading its own from L2.
 // Hypothesis: in the warp step every warp reads all of x beside its row, 4 bytes of x from L1 or L2 for each half
 // byte of weights from HBM: eight times its row's own bytes go through the caches. Staged once per 16 rows, x is read
 // from L2 a sixteenth as often, each warp reads it from shared memory once for two rows, and each lane has two rows'
