@@ -197,6 +197,7 @@ SECONDS = {"baseline": 2e-3, "kernel": 1e-3}    # what the stand-in timer report
 BUDGET_S = 60.0
 ATTENTION = tracks.get("attention").problem_module()
 NVFP4 = tracks.get("nvfp4").problem_module()
+SERVING = tracks.get("serving").problem_module()
 CORRECT = {                                     # a right Python "kernel" (out, inputs) for every kind
     "copy": lambda out, a: out.copy_(a),
     "transpose": lambda out, a: out.copy_(a.t()),
@@ -219,6 +220,12 @@ CORRECT = {                                     # a right Python "kernel" (out, 
                                                                                       v.float(), True)),
     "attention_decode": lambda out, q, k, v: out.copy_(ATTENTION.attention(q.float(), k.float(), v.float(), False)),
     "nvfp4_gemv": lambda out, w, s, ts, x: out.copy_(NVFP4.dequantise(w, s, ts) @ x.double()),
+    "rmsnorm_residual": lambda out, x, r, w: SERVING.bf16_view(out, (2, *x.shape)).copy_(
+        SERVING.rmsnorm_reference([x, r, w]).exact),
+    "swiglu": lambda out, x: SERVING.bf16_view(out, (x.shape[0], x.shape[1] // 2)).copy_(
+        SERVING.swiglu_reference([x]).exact),
+    "paged_decode": lambda out, *ins: out.copy_(SERVING.paged_reference(list(ins)).o),
+    "w4a16_gemv": lambda out, w, s, x: out.copy_(x.double() @ SERVING.dequantise_int4(w, s).T),
 }
 
 

@@ -237,6 +237,7 @@ def test_on_the_gpu_the_ceilings_are_the_datasheets():
 # Each roofed kind's ceiling, and the least work a correct kernel of it does at a shape: the bytes it must move
 # (every input read once, the output written once) or the FLOPs it must do, counted here from the kinds'
 # definitions, not from Problem.work.
+SERVING_LENGTHS = tracks.get("serving").problem_module().sequence_lengths   # paged decode's lengths, fixed by its shape
 LEAST_WORK = {
     "vecadd": ("dram", lambda n: 3 * 4 * n),                            # fp32 a and b read, out written
     "copy": ("dram", lambda rows, cols: 2 * 4 * rows * cols),           # fp32 in read, out written
@@ -248,6 +249,16 @@ LEAST_WORK = {
     "copy_rows": ("dram", lambda rows, cols: 2 * 4 * rows * cols),
     # e2m1 codes (half a byte each) and e4m3 scales (a byte per 16) read, the fp32 tensor scale and x read, y written
     "nvfp4_gemv": ("dram", lambda m, k: m * k // 2 + m * k // 16 + 4 + 4 * k + 4 * m),
+    # bf16 x and residual read, h and y written, the bf16 weight read once
+    "rmsnorm_residual": ("dram", lambda rows, cols: 4 * 2 * rows * cols + 2 * cols),
+    "swiglu": ("dram", lambda tokens, d: 2 * 2 * tokens * d + 2 * tokens * d),   # bf16 gate and up read, out written
+    # each sequence's live tokens of bf16 K and V read once (its length from the inputs' definition), bf16 q read, fp32
+    # out written, the block table's entries for those pages and the lengths read (int32)
+    "paged_decode": ("dram", lambda b, qh, kvh, max_len, d, page: sum(
+        4 * n * kvh * d + 4 * -(-n // page) for n in SERVING_LENGTHS((b, qh, kvh, max_len, d, page)))
+        + b * qh * d * (2 + 4) + 4 * b),
+    # int4 codes (half a byte each) and an fp16 scale per 128 read, fp16 x read, fp32 y written
+    "w4a16_gemv": ("dram", lambda b, n, k: n * k // 2 + 2 * n * k // 128 + 2 * b * k + 4 * b * n),
 }
 
 

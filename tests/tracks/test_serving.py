@@ -1,0 +1,287 @@
+"""The serving track without a GPU: its spec, each kind's reference against an independent computation, each
+tolerance against an fp32 emulation of a right kernel and of each known bug, the inputs' layout (pages, block table,
+NaN fences, packed int4), the baselines on CPU tensors, every reference and known-wrong solution compiled (sm_90, no
+spills), and the CPU preview (every reference right, every known-wrong one wrong). Speed and grading through
+nbgrader need the GPU: tests/gpu/test_serving_gpu.py."""
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+from previews import HAVE_GXX, Job, run_all
+
+from graders import tracks
+from graders.cuda_engine.child import verdict
+from graders.cuda_engine.compile import compile_cuda
+from graders.cuda_engine.problems import problem
+from graders.cuda_engine.spec import load_spec
+
+TRACK = tracks.get("serving")
+SPEC = load_spec("serving")
+SERVING = TRACK.problem_module()
+ORDER = ["rmsnorm", "swiglu", "paged_decode", "w4a16_b1", "w4a16_b16"]
+WRONG = {p.stem: p for p in TRACK.wrong_solutions()}
+BUGS = {"page_boundary": "paged_decode", "contiguous_table": "paged_decode", "nibbles_swapped": "w4a16_b1"}
+
+
+def inputs(kind: str, shape, seed=0):
+    return problem(kind).make_inputs(shape, torch.Generator().manual_seed(seed))
+
+
+def bf16_out(values: torch.Tensor) -> torch.Tensor:
+    """``values`` rounded to bf16 in the fp32 words the engine allocates (two a word)."""
+    packed = values.to(torch.bfloat16).contiguous()
+    return packed.view(torch.float32)
+
+
+def test_spec_lists_the_steps_in_order_provisional():
+    assert list(SPEC.kernels) == ORDER and SPEC.targets == "provisional"
+    assert [k.kind for k in SPEC.kernels.values()] == ["rmsnorm_residual", "swiglu", "paged_decode", "w4a16_gemv",
+                                                       "w4a16_gemv"]
+    assert all(k.floor < k.target for k in SPEC.kernels.values())
+    assert {s[0] for s in SPEC.kernel("w4a16_b1").check_shapes} == {1} and SPEC.kernel("w4a16_b16").perf_shape[0] == 16
+    assert all(problem(k.kind).roof == "dram" for k in SPEC.kernels.values())
+
+
+# ---- RMSNorm + residual ---------------------------------------------------------------------------------------
+
+def test_rmsnorm_reference_is_the_formula_element_by_element():
+    x, r, w = ins = inputs("rmsnorm_residual", (3, 40), seed=1)
+    found = SERVING.rmsnorm_reference(ins).exact
+    for row in range(3):
+        h = [float(x[row, c]) + float(r[row, c]) for c in range(40)]
+        inv = 1 / math.sqrt(sum(v * v for v in h) / 40 + 1e-6)
+        for c in range(40):
+            assert math.isclose(float(found[0, row, c]), h[c], rel_tol=1e-15)
+            assert math.isclose(float(found[1, row, c]), h[c] * inv * float(w[c]), rel_tol=1e-12)
+
+
+def _rmsnorm_fp32(x, r, w, *, round_h=True, residual=True, weight=True):
+    h = (x.float() + r.float()) if residual else x.float()
+    hb = h.to(torch.bfloat16).float() if round_h else h
+    y = hb * torch.rsqrt(hb.pow(2).mean(-1, keepdim=True) + 1e-6) * (w.float() if weight else 1.0)
+    return bf16_out(torch.stack([h, y]))
+
+
+@pytest.mark.parametrize("shape", [(37, 4096), (5, 8200), (1, 8)])
+def test_rmsnorm_tolerance_passes_fp32_and_fails_each_bug(shape):
+    x, r, w = ins = inputs("rmsnorm_residual", shape, seed=2)
+    expected = SERVING.rmsnorm_reference(ins)
+    kind = problem("rmsnorm_residual")
+    for round_h in (True, False):
+        assert verdict(kind, _rmsnorm_fp32(x, r, w, round_h=round_h), expected) == ""
+    for bug in ({"residual": False}, {"weight": False}):
+        assert "bf16 values outside the tolerance" in verdict(kind, _rmsnorm_fp32(x, r, w, **bug), expected)
+    # the sum of squares in bf16: rows of scale 30 lose it
+    h = (x.float() + r.float()).to(torch.bfloat16)
+    squares = torch.zeros(shape[0], dtype=torch.bfloat16)
+    for c in range(shape[1]):
+        squares += h[:, c] * h[:, c]
+    y = h.float() * torch.rsqrt(squares.float()[:, None] / shape[1] + 1e-6) * w.float()
+    if shape[1] > 8:
+        assert verdict(kind, bf16_out(torch.stack([h.float(), y])), expected) != ""
+
+
+def test_an_unwritten_word_fails_as_never_written_and_a_nan_half_as_nan():
+    ins = inputs("rmsnorm_residual", (3, 1000))
+    expected = SERVING.rmsnorm_reference(ins)
+    out = _rmsnorm_fp32(*ins)
+    out[1, 2, 7] = float("nan")   # the grader's poison: the word's high half a bf16 NaN, its low half 0
+    message = verdict(problem("rmsnorm_residual"), out, expected)
+    assert message.startswith("1 of 3000 output words (two bf16 values each) never written") and "out[1, 2, 14]" in message
+    out = _rmsnorm_fp32(*ins)
+    out.view(torch.bfloat16)[0, 0, 3] = float("nan")   # one bf16 NaN, its neighbour right
+    message = verdict(problem("rmsnorm_residual"), out, expected)
+    assert message.startswith("1 of 6000 bf16 values outside") and "first at out[0, 0, 3]: " in message
+
+
+# ---- SwiGLU ---------------------------------------------------------------------------------------------------
+
+def test_swiglu_reference_is_silu_gate_times_up():
+    (x,) = ins = inputs("swiglu", (4, 16), seed=3)
+    found = SERVING.swiglu_reference(ins).exact
+    for t in range(4):
+        for c in range(16):
+            g, u = float(x[t, c]), float(x[t, 16 + c])
+            assert math.isclose(float(found[t, c]), g / (1 + math.exp(-g)) * u, rel_tol=1e-12, abs_tol=1e-300)
+
+
+@pytest.mark.parametrize("shape", [(37, 2056), (16, 14336)])
+def test_swiglu_tolerance_passes_fp32_and_fails_each_bug(shape):
+    (x,) = ins = inputs("swiglu", shape, seed=4)
+    expected = SERVING.swiglu_reference(ins)
+    kind = problem("swiglu")
+    g, u = x[:, :shape[1]].float(), x[:, shape[1]:].float()
+    assert float(g.abs().max()) > 89   # exp overflows in fp32 somewhere
+    assert verdict(kind, bf16_out(g / (1 + torch.exp(-g)) * u), expected) == ""
+    assert "(NaN" in verdict(kind, bf16_out(torch.exp(g) / (1 + torch.exp(g)) * g * u), expected)
+    assert verdict(kind, bf16_out(u / (1 + torch.exp(-u)) * g), expected) != ""   # gate and up swapped
+
+
+# ---- paged decode ---------------------------------------------------------------------------------------------
+
+PAGED = (4, 8, 2, 100, 128, 16)
+
+
+def test_lengths_are_mixed_with_every_boundary_case():
+    for kernel_shapes in (SPEC.kernel("paged_decode").check_shapes, [SPEC.kernel("paged_decode").perf_shape]):
+        for shape in kernel_shapes:
+            lengths, (batch, _, _, max_len, _, page) = SERVING.sequence_lengths(shape), shape
+            assert len(lengths) == batch and max(lengths) == max_len and min(lengths) >= 1
+            assert any(n % page == 0 for n in lengths) and (batch < 3 or 1 in lengths)
+            assert SERVING.sequence_lengths(shape) == lengths   # a function of the shape
+
+
+def test_pages_are_scattered_unused_slots_nan_and_the_table_points_at_them():
+    q, k, v, table, lens = inputs("paged_decode", PAGED, seed=5)
+    page = PAGED[5]
+    owned = [p for b, n in enumerate(lens.tolist()) for p in table[b, :-(-n // page)].tolist()]
+    assert len(owned) == len(set(owned)) and 0 not in owned and max(owned) < k.shape[0]
+    assert owned != sorted(owned)   # not in order
+    assert k.shape[0] > table.numel()   # a table read as contiguous stays inside the pool
+    for b, n in enumerate(lens.tolist()):
+        used = -(-n // page)
+        assert torch.all(table[b, used:] == 0)
+        last, live = int(table[b, used - 1]), n - (used - 1) * page
+        assert torch.isnan(k[last, live:].float()).all() and torch.isnan(v[last, live:].float()).all()
+        assert not torch.isnan(k[last, :live].float()).any() and not torch.isnan(v[last, :live].float()).any()
+    assert torch.isnan(k[0].float()).all()
+    assert q.dtype == k.dtype == torch.bfloat16 and table.dtype == lens.dtype == torch.int32
+
+
+def _dense_attention(q, k, v, table, lens, *, drop_full_last=False, contiguous=False):
+    """fp32 decode attention token by token through the block table, written independently of the reference."""
+    batch, q_heads, d = q.shape
+    page, kv_heads = k.shape[1], k.shape[2]
+    out = torch.empty(batch, q_heads, 1, d)
+    for b, n in enumerate(lens.tolist()):
+        if drop_full_last and n % page == 0:
+            n -= page
+        rows = []
+        for t in range(n):
+            p = b * table.shape[1] + t // page if contiguous else int(table[b, t // page])
+            rows.append((k[p, t % page].float(), v[p, t % page].float()))
+        for h in range(q_heads):
+            kvh = h // (q_heads // kv_heads)
+            scores = torch.stack([q[b, h].float() @ kr[kvh] for kr, _ in rows]) / math.sqrt(d) if rows else None
+            if scores is None:
+                out[b, h, 0] = float("nan")
+                continue
+            p_ = torch.softmax(scores, 0)
+            out[b, h, 0] = sum(p_[i] * rows[i][1][kvh] for i in range(len(rows)))
+    return out
+
+
+@pytest.mark.parametrize("shape", [PAGED, (3, 4, 4, 48, 64, 16)])
+def test_paged_reference_passes_an_independent_fp32_decode_and_fails_each_bug(shape):
+    ins = inputs("paged_decode", shape, seed=6)
+    expected = SERVING.paged_reference(ins)
+    kind = problem("paged_decode")
+    assert verdict(kind, _dense_attention(*ins), expected) == ""
+    assert verdict(kind, _dense_attention(*ins, drop_full_last=True), expected) != ""
+    assert "are NaN" in verdict(kind, _dense_attention(*ins, contiguous=True), expected)
+
+
+def test_paged_bytes_count_the_live_tokens_once():
+    shape = (64, 32, 8, 4096, 128, 16)
+    lengths = SERVING.sequence_lengths(shape)
+    kv = sum(lengths) * 8 * 128 * 2 * 2
+    assert problem("paged_decode").work(shape) - kv == (64 * 32 * 128 * 6 + 4 * sum(-(-n // 16) for n in lengths)
+                                                        + 4 * 64)
+    assert 0.3 < sum(lengths) / (64 * 4096) < 0.7   # mixed: about half the padded cache
+
+
+# ---- W4A16 ----------------------------------------------------------------------------------------------------
+
+def test_unpack_takes_the_even_k_from_the_low_nibble():
+    assert SERVING.unpack_int4(torch.tensor([[0x21, 0xF8]], dtype=torch.uint8)).tolist() == [[1, 2, 8, 15]]
+
+
+def test_w4a16_reference_is_the_decode_element_by_element():
+    w, scales, x = ins = inputs("w4a16_gemv", (2, 3, 256), seed=7)
+    found = SERVING.w4a16_reference(ins)
+    for b in range(2):
+        for n in range(3):
+            terms = [((int(w[n, k // 2]) >> (4 * (k % 2)) & 15) - 8) * float(scales[n, k // 128]) * float(x[b, k])
+                     for k in range(256)]
+            assert math.isclose(float(found.exact[b, n]), sum(terms), rel_tol=1e-12, abs_tol=1e-300)
+            assert math.isclose(float(found.magnitude[b, n]), sum(map(abs, terms)), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(1, 1000, 4224), (16, 129, 1024)])
+def test_w4a16_tolerance_passes_fp32_and_fails_swapped_nibbles(shape):
+    w, scales, x = ins = inputs("w4a16_gemv", shape, seed=8)
+    expected = SERVING.w4a16_reference(ins)
+    kind = problem("w4a16_gemv")
+    weights = SERVING.dequantise_int4(w, scales).float()
+    assert verdict(kind, x.float() @ weights.T, expected) == ""
+    swapped = ((w >> 4) | (w << 4)).to(torch.uint8)
+    wrong = x.float() @ SERVING.dequantise_int4(swapped, scales).float().T
+    count, total = (int(v) for v in re.match(r"(\d+) of (\d+) values of y wrong", verdict(kind, wrong, expected)).groups())
+    assert total == shape[0] * shape[1] and count > 0.99 * total
+
+
+def test_w4a16_roofline_copies_the_weights_and_scales_only():
+    w, scales, x = ins = inputs("w4a16_gemv", (1, 64, 256))
+    before = torch.tensor([], dtype=torch.uint8).set_(w.untyped_storage()).clone()
+    SERVING.copy_weights(torch.empty(1, 64), ins)
+    half = before.numel() // 2
+    after = torch.tensor([], dtype=torch.uint8).set_(w.untyped_storage())
+    assert torch.equal(after[half:2 * half], before[:half]) and 2 * half == w.numel() + 2 * scales.numel()
+    assert problem("w4a16_gemv").work((1, 64, 256)) - 2 * half == 2 * 256 + 4 * 64
+
+
+# ---- the baselines run on CPU tensors and leave the inputs alone ------------------------------------------------
+
+@pytest.mark.parametrize("kind, shape", [("rmsnorm_residual", (3, 64)), ("swiglu", (3, 64)),
+                                         ("paged_decode", PAGED)])
+def test_the_unfused_baselines_run_and_change_nothing(kind, shape):
+    ins = inputs(kind, shape)
+    kept = [t.clone() for t in ins]
+    problem(kind).baseline(torch.empty(1), ins)
+    assert all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(ins, kept))
+
+
+# ---- the kernels ----------------------------------------------------------------------------------------------
+
+def compiled(kernel_id: str, source: str):
+    kernel = SPEC.kernel(kernel_id)
+    return compile_cuda(source, kernels=(kernel.function,), defines=kernel.geometry.defines(), arch="sm_90")
+
+
+@pytest.mark.parametrize("name", [*ORDER, *BUGS])
+def test_compiles_without_spills(name):
+    kid, path = (name, SPEC.kernel(name).reference) if name in ORDER else (BUGS[name], WRONG[name])
+    usage = compiled(kid, path.read_text()).resources[SPEC.kernel(kid).function]
+    assert usage.spill_stores == usage.spill_loads == usage.stack_bytes == 0
+
+
+def test_known_wrong_solutions_name_their_steps_and_zero_points():
+    assert {name: tracks.graded_kernel(path) for name, path in WRONG.items()} == BUGS
+    for name, path in WRONG.items():
+        assert tracks.expected_points(path)[f"{BUGS[name]}_score"].matches(0.0)
+        assert tracks.expected_statuses(path) == ("incorrect",)
+
+
+@pytest.fixture(scope="module")
+def previews() -> dict:
+    jobs = {kid: Job(k, k.reference) for kid, k in SPEC.kernels.items()}
+    jobs |= {name: Job(SPEC.kernel(kid), WRONG[name]) for name, kid in BUGS.items()}
+    return run_all(jobs)
+
+
+@pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
+def test_the_cpu_preview_finds_every_reference_right(previews):
+    for kid in ORDER:
+        assert previews[kid].verdict == "correct", previews[kid].line
+
+
+@pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
+def test_the_cpu_preview_finds_every_known_wrong_solution_wrong(previews):
+    for name in BUGS:
+        assert (previews[name].verdict, previews[name].finding) == ("wrong", "incorrect"), previews[name].line
+    assert "are NaN" in previews["contiguous_table"].line
+    assert "pairs too far from the fp32 reference" in previews["page_boundary"].line
+    assert "values of y wrong" in previews["nibbles_swapped"].line

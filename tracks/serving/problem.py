@@ -1,0 +1,434 @@
+"""Problem kinds of the serving track (W4): ``rmsnorm_residual``, ``swiglu``, ``paged_decode`` and ``w4a16_gemv``.
+
+NVRTC here has no ``cuda_bf16.h`` or ``cuda_fp16.h``: a kernel receives each bf16 or fp16 as its 16 raw bits, an
+``unsigned short``. The engine's output buffer is fp32 memory; the fused kinds write bf16 into it, two values a
+4-byte word (``out_shape`` counts words), and are checked on its bf16 view. A word is an fp32 NaN before the launch (its high
+half a bf16 NaN, its low half 0), so a word that still holds those bits was never written.
+
+``rmsnorm_residual``: shape ``(rows, cols)``, cols a multiple of 8. ``x``, ``residual`` (rows x cols) and
+``weight`` (cols) bf16; out holds two bf16 matrices, ``h = x + residual`` (the next layer's residual) then
+``y = h / sqrt(mean(h^2) + EPS) * weight`` (vLLM's ``fused_add_rms_norm``). Kernels ``(unsigned short* out, const
+unsigned short* x, const unsigned short* residual, const unsigned short* weight, int rows, int cols)``, one block
+per ``TILE_Y`` rows. Each row is N(0, 1) times 0.1, 1 or 30 (sums of squares in bf16 or fp16 lose them).
+
+``swiglu``: shape ``(tokens, d)``, d a multiple of 8. ``x`` (tokens x 2d, bf16) holds the gate in its first d
+columns and the up projection in its last d (vLLM's ``silu_and_mul`` layout); out (tokens x d, bf16) is
+``silu(gate) * up``. Kernels ``(unsigned short* out, const unsigned short* x, int tokens, int d)`` on ceil(d /
+TILE_X) x tokens blocks. Rows are scaled by 1 or 100, so gates reach +-300: ``exp(g) / (1 + exp(g))`` is inf / inf
+there, ``g / (1 + exp(-g))`` is right.
+
+Both fused kinds: each value within ``FUSED_RTOL`` x |expected| + ``FUSED_ATOL`` of the float64 result from the
+same bf16 inputs. A correct fp32 kernel is off by one bf16 rounding of its output (2^-9 relative) plus, for ``y``,
+the bf16 rounding of ``h`` if it normalises the rounded ``h`` (2^-9 more); fp32 sums and ``__expf`` add about
+1e-6. ``FUSED_RTOL`` = 2^-7 is that with a factor 2 to spare. Timed against the unfused PyTorch sequence (eager,
+as a model written in PyTorch runs it: the add, then Hugging Face's ``LlamaRMSNorm``, nine kernels, seven over the
+whole tensor, 42 bytes an element where the fused kernel moves 8; ``F.silu`` then a multiply, two kernels, 10 bytes
+an element against 6), work in bytes: each input read once, each output written once (``fused_bytes``), DRAM roof.
+
+``paged_decode``: shape ``(batch, q_heads, kv_heads, max_len, head_dim, page_size)``: one query token a sequence
+against a KV cache in pages of ``page_size`` tokens (vLLM's and FlashInfer's NHD layout): ``k_cache`` and
+``v_cache`` (num_pages x page_size x kv_heads x head_dim, bf16), ``block_table`` (batch x max_pages int32,
+max_pages = ceil(max_len / page_size): sequence b's token t is in page ``block_table[b][t / page_size]``, slot
+``t % page_size``), ``seq_lens`` (batch, int32), ``q`` (batch x q_heads x head_dim, bf16); out (batch x q_heads x 1
+x head_dim, fp32) ``softmax(q K^T / sqrt(head_dim)) V`` over the sequence's tokens, query head h reading KV head h /
+(q_heads / kv_heads) (grouped-query attention). Kernels ``(float* out, const unsigned short* q, const unsigned
+short* k_cache, const unsigned short* v_cache, const int* block_table, const int* seq_lens, int batch, int q_heads,
+int kv_heads, int head_dim, int page_size, int max_pages)`` on kv_heads x batch blocks. The lengths are a function
+of the shape (`sequence_lengths`: mixed, the longest max_len, one of 1, one a multiple of page_size), so the
+roofline's bytes are too; the pages are a random permutation of a larger pool each draw, so a block table read as
+contiguous reads the wrong pages. Every slot no sequence owns is NaN, and the block table's unused entries point at
+a page of NaN: reading a token past a sequence's length gives NaN. Correct: the attention track's rule
+(`tracks/attention/problem.py`, ``attention_mismatch``): per (sequence, head) the largest error against the fp32
+reference at most 2 x that of PyTorch computing the same attention in bf16, plus 1e-5; the last query head's q is
+scaled by 50, so its scores reach the hundreds. Timed against the best paged decode this image has: the pages
+gathered into a padded contiguous cache and ``scaled_dot_product_attention`` with a length mask (FlashInfer's paged
+decode is not installed here); work in bytes: the cache's live tokens read once, q, the table's used entries and the
+lengths read, out written (``paged_decode_bytes``), DRAM roof.
+
+``w4a16_gemv``: shape ``(batch, N, K)``, K a multiple of ``GROUP`` (128): ``y = x @ W^T`` with ``x`` (batch x K,
+fp16) and W (N x K) in int4 with a fp16 scale per ``GROUP`` consecutive values of a row: ``w`` (N x K/2 bytes, the
+even k in the low nibble) holds codes q in 0..15, ``W[n][k] = (q - 8) * scales[n][k / GROUP]``, ``scales`` (N x
+K/GROUP fp16); y (batch x N) fp32. Kernels ``(float* y, const unsigned char* w, const unsigned short* scales, const
+unsigned short* x, int batch, int N, int K)`` on 1 x ceil(N / TILE_Y) blocks. Correct as the NVFP4 GEMV: each y
+within ``GEMV_RTOL`` x its row's sum of |W[n][k] x[b][k]| of the float64 product: the decoded weights and x are
+exact in fp32, so the error is fp32 accumulation's; swapped nibbles or a wrong scale are off by a large part of it.
+Timed against the HBM roofline as a copy reaches it: one device-to-device copy of the weights' and scales' bytes
+(x and y are under 0.1% of them at the spec's shapes); the fp16 GEMV moves four times the weight bytes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from graders import tracks
+from graders.cuda_engine.problems import Problem, Shape, Tensor
+
+_attention = tracks.get("attention").problem_module()
+
+EPS = 1e-6                   # RMSNorm's epsilon (Llama's)
+FUSED_RTOL = 2.0 ** -7
+FUSED_ATOL = 1e-5
+INPUT_GUARD = 1 << 12        # NaN values fenced before and after every bf16 or fp16 input
+LARGE_LOGITS = _attention.LARGE_LOGITS
+GROUP = 128                  # int4 values per fp16 scale
+GEMV_RTOL = 1e-4
+ZERO_POINT = 8
+POISON = 0x7FC00000          # the bits of the NaN the grading child fills outputs with (an fp32 NaN)
+
+
+def _fenced(shape: Shape, gen: Any, dtype: str = "bfloat16") -> Tensor:
+    """Standard normal values of torch dtype ``dtype`` inside a NaN-filled buffer: a read past either end gives NaN."""
+    import torch
+    n = math.prod(shape)
+    buffer = torch.full((n + 2 * INPUT_GUARD,), float("nan"), device=gen.device, dtype=getattr(torch, dtype))
+    body = buffer[INPUT_GUARD:INPUT_GUARD + n].view(shape)
+    body.copy_(torch.randn(shape, generator=gen, device=gen.device, dtype=torch.float32))
+    return body
+
+
+def _row_scaled(shape: Shape, gen: Any, scales: tuple[float, ...]) -> Tensor:
+    """A fenced bf16 matrix whose rows are N(0, 1) times one of ``scales`` each."""
+    import torch
+    x = _fenced(shape, gen)
+    pick = torch.randint(0, len(scales), (shape[0], 1), generator=gen, device=gen.device)
+    x.copy_(x.float() * torch.tensor(scales, device=gen.device)[pick])
+    return x
+
+
+def bf16_view(out: Tensor, shape: Shape) -> Tensor:
+    """The bf16 values a kernel wrote into the fp32 buffer ``out``, as ``shape``."""
+    import torch
+    return out.view(torch.bfloat16).view(shape)
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The float64 result of a fused kind, as the bf16 shape the kernel writes."""
+
+    exact: Tensor
+
+
+def fused_mismatch(out: Tensor, expected: Fused) -> str:
+    """'' if every bf16 value is within FUSED_RTOL x |expected| + FUSED_ATOL, else how many are not and the first;
+    words that still hold the NaN the grader filled the output with are named first, as never written."""
+    import torch
+    unwritten = out.view(torch.int32) == POISON
+    if bool(unwritten.any()):
+        index = [int(i) for i in unwritten.nonzero()[0]]
+        index[-1] *= 2
+        return (f"{int(unwritten.sum())} of {out.numel()} output words (two bf16 values each) never written: they "
+                f"still hold the NaN the output was filled with; the first holds out{index} and the value after it")
+    got = bf16_view(out, expected.exact.shape)
+    bad = torch.isnan(got) | ~((got.double() - expected.exact).abs() <= FUSED_RTOL * expected.exact.abs() + FUSED_ATOL)
+    count = int(bad.sum())
+    if not count:
+        return ""
+    index = [int(i) for i in bad.nonzero()[0]]
+    value = float(got[tuple(index)])
+    never = " (NaN: never written, read outside an input, or inf / inf)" if math.isnan(value) else ""
+    return (f"{count} of {got.numel()} bf16 values outside the tolerance ({FUSED_RTOL:g} x |expected| + "
+            f"{FUSED_ATOL:g}); first at out{index}: expected {float(expected.exact[tuple(index)]):.6g}, got "
+            f"{value:.6g}{never}")
+
+
+def fused_bytes(shape: Shape, streams: float) -> int:
+    """``streams`` bf16 values of rows x cols moved once."""
+    return int(streams * 2 * shape[0] * shape[1])
+
+
+# ---- RMSNorm + residual add -------------------------------------------------------------------------------
+
+def rmsnorm_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    """x and residual with rows of scale 0.1, 1 or 30; weight 1 + N(0, 0.1^2)."""
+    import torch
+    x = _row_scaled(shape, gen, (0.1, 1.0, 30.0))
+    residual = _row_scaled(shape, gen, (0.1, 1.0, 30.0))
+    weight = _fenced((shape[1],), gen)
+    weight.copy_(1 + 0.1 * weight.float())
+    return [x, residual, weight]
+
+
+def rmsnorm_reference(inputs: list[Tensor]) -> Fused:
+    import torch
+    x, residual, weight = (t.double() for t in inputs)
+    h = x + residual
+    y = h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + EPS) * weight
+    return Fused(torch.stack([h, y]))
+
+
+def rmsnorm_unfused(out: Tensor, inputs: list[Tensor]) -> None:
+    """The eager PyTorch sequence: h = x + residual, then Hugging Face's LlamaRMSNorm (to fp32, square, mean, rsqrt,
+    multiply, to bf16, times weight). Its results are not copied into ``out``: the copy is not the work."""
+    import torch
+    x, residual, weight = inputs
+    h = x + residual
+    hf = h.float()
+    variance = hf.pow(2).mean(-1, keepdim=True)
+    weight * (hf * torch.rsqrt(variance + EPS)).to(h.dtype)
+
+
+RMSNORM_RESIDUAL = Problem(
+    kind="rmsnorm_residual",
+    signature=("(unsigned short* out, const unsigned short* x, const unsigned short* residual, "
+               "const unsigned short* weight, int rows, int cols)"),
+    shape_names=("rows", "cols"),
+    make_inputs=rmsnorm_inputs,
+    out_shape=lambda s: (2, s[0], s[1] // 2),
+    reference=rmsnorm_reference,
+    baseline=rmsnorm_unfused,
+    baseline_name="unfused PyTorch (eager): x + residual, then LlamaRMSNorm",
+    work=lambda s: fused_bytes(s, 4) + 2 * s[1],   # x, residual read; h, y written; weight read once
+    work_unit="B",
+    sizes=lambda s: (s[0], s[1]),
+    grid=lambda s, tile: (1, -(-s[0] // tile[1]), 1),
+    compare=fused_mismatch,
+    roof="dram",
+)
+
+# ---- SwiGLU -------------------------------------------------------------------------------------------------
+
+def swiglu_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    tokens, d = shape
+    return [_row_scaled((tokens, 2 * d), gen, (1.0, 100.0))]
+
+
+def swiglu_reference(inputs: list[Tensor]) -> Fused:
+    import torch
+    x = inputs[0].double()
+    d = x.shape[1] // 2
+    gate, up = x[:, :d], x[:, d:]
+    return Fused(gate * torch.sigmoid(gate) * up)
+
+
+def swiglu_unfused(out: Tensor, inputs: list[Tensor]) -> None:
+    """The eager sequence: ``F.silu(gate) * up`` (two kernels, silu's result written and read back)."""
+    import torch
+    x = inputs[0]
+    d = x.shape[1] // 2
+    torch.nn.functional.silu(x[:, :d]) * x[:, d:]
+
+
+SWIGLU = Problem(
+    kind="swiglu",
+    signature="(unsigned short* out, const unsigned short* x, int tokens, int d)",
+    shape_names=("tokens", "d"),
+    make_inputs=swiglu_inputs,
+    out_shape=lambda s: (s[0], s[1] // 2),
+    reference=swiglu_reference,
+    baseline=swiglu_unfused,
+    baseline_name="unfused PyTorch (eager): F.silu(gate) * up",
+    work=lambda s: fused_bytes(s, 3),   # gate and up read, out written
+    work_unit="B",
+    sizes=lambda s: (s[0], s[1]),
+    grid=lambda s, tile: (-(-s[1] // tile[0]), -(-s[0] // tile[1]), 1),
+    compare=fused_mismatch,
+    roof="dram",
+)
+
+# ---- paged decode attention -------------------------------------------------------------------------------
+
+def sequence_lengths(shape: Shape) -> list[int]:
+    """The batch's lengths, fixed by the shape: uniform in 1..max_len from a seed of the shape, then the longest
+    max_len, one of a whole number of pages (the last page full), one of 1 and one a token past a page boundary."""
+    import torch
+    batch, _, _, max_len, _, page = shape
+    gen = torch.Generator().manual_seed(sum(v * 1000003 ** i for i, v in enumerate(shape)) % (1 << 31))
+    lengths = torch.randint(1, max_len + 1, (batch,), generator=gen).tolist()
+    whole = max(page, max_len // page // 2 * page)
+    for i, length in enumerate((max_len, min(whole, max_len), 1, min(whole + 1, max_len))[:batch]):
+        lengths[i] = length
+    return lengths
+
+
+def pages_of(length: int, page: int) -> int:
+    return -(-length // page)
+
+
+def paged_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    """[q, k_cache, v_cache, block_table, seq_lens]: the used pages a random choice from a pool a quarter larger,
+    and at least batch x max_pages + 1 pages (so that a table read as contiguous stays inside it); page 0 is never
+    used (the block table's unused entries point at it); every slot no token owns is NaN."""
+    import torch
+    batch, q_heads, kv_heads, max_len, head_dim, page = shape
+    lengths = sequence_lengths(shape)
+    used = sum(pages_of(n, page) for n in lengths)
+    pool = max(used + used // 4, batch * pages_of(max_len, page)) + 1
+    device = gen.device
+    q = _fenced((batch, q_heads, head_dim), gen)
+    q[:, -1] *= LARGE_LOGITS
+    caches = []
+    order = 1 + torch.randperm(pool - 1, generator=gen, device=device)[:used]
+    table = torch.zeros((batch, pages_of(max_len, page)), dtype=torch.int32, device=device)
+    for _ in range(2):
+        cache = torch.full((pool, page, kv_heads, head_dim), float("nan"), dtype=torch.bfloat16, device=device)
+        caches.append(cache)
+    start = 0
+    for b, n in enumerate(lengths):
+        count = pages_of(n, page)
+        pages = order[start:start + count]
+        start += count
+        table[b, :count] = pages.to(torch.int32)
+        for cache in caches:
+            tokens = torch.randn((count * page, kv_heads, head_dim), generator=gen, device=device)
+            tokens[n:] = float("nan")
+            cache[pages] = tokens.view(count, page, kv_heads, head_dim).to(torch.bfloat16)
+    seq_lens = torch.tensor(lengths, dtype=torch.int32, device=device)
+    return [q, caches[0], caches[1], table, seq_lens]
+
+
+def gather(cache: Tensor, table: Tensor, b: int, n: int) -> Tensor:
+    """Sequence b's n tokens of one cache, as (kv_heads, n, head_dim)."""
+    page = cache.shape[1]
+    rows = cache[table[b, :pages_of(n, page)].long()].flatten(0, 1)[:n]
+    return rows.transpose(0, 1)
+
+
+def paged_reference(inputs: list[Tensor]) -> Any:
+    """The fp32 reference (TF32 off) and PyTorch's bf16 error per (sequence, head), sequence by sequence."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    q, k_cache, v_cache, table, seq_lens = inputs
+    group = q.shape[1] // k_cache.shape[2]
+    outs, errors = [], []
+    for b, n in enumerate(seq_lens.tolist()):
+        k, v = (gather(c, table, b, n).repeat_interleave(group, dim=0) for c in (k_cache, v_cache))
+        qb = q[b][:, None, :]
+        o = _attention.attention(qb.float(), k.float(), v.float(), False)
+        pt = _attention.attention(qb, k, v, False).float()
+        outs.append(o)
+        errors.append((pt - o).abs().amax(dim=(-2, -1)))
+    return _attention.AttentionExpected(torch.stack(outs), torch.stack(errors))
+
+
+def gather_sdpa(out: Tensor, inputs: list[Tensor]) -> None:
+    """The pages gathered into a padded contiguous cache (batch x kv_heads x max_pages * page_size x head_dim), then
+    ``scaled_dot_product_attention`` with a mask of each sequence's length and grouped query heads."""
+    import torch
+    q, k_cache, v_cache, table, seq_lens = inputs
+    batch, slots = table.shape[0], table.shape[1] * k_cache.shape[1]
+    k, v = (c[table.long()].view(batch, slots, *c.shape[2:]).transpose(1, 2) for c in (k_cache, v_cache))
+    mask = torch.arange(slots, device=q.device)[None, :] < seq_lens[:, None]
+    torch.nn.functional.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :],
+                                                     enable_gqa=True)
+
+
+def paged_decode_bytes(shape: Shape) -> int:
+    """The live tokens' K and V read once (bf16), q read (bf16), out written (fp32), the block table's used entries
+    and the lengths read."""
+    batch, q_heads, kv_heads, _, head_dim, page = shape
+    lengths = sequence_lengths(shape)
+    return (sum(lengths) * kv_heads * head_dim * 2 * 2 + batch * q_heads * head_dim * (2 + 4)
+            + 4 * sum(pages_of(n, page) for n in lengths) + 4 * batch)
+
+
+PAGED_DECODE = Problem(
+    kind="paged_decode",
+    signature=("(float* out, const unsigned short* q, const unsigned short* k_cache, const unsigned short* v_cache, "
+               "const int* block_table, const int* seq_lens, int batch, int q_heads, int kv_heads, int head_dim, "
+               "int page_size, int max_pages)"),
+    shape_names=("batch", "q_heads", "kv_heads", "max_len", "head_dim", "page_size"),
+    make_inputs=paged_inputs,
+    out_shape=lambda s: (s[0], s[1], 1, s[4]),
+    reference=paged_reference,
+    baseline=gather_sdpa,
+    baseline_name="gather into a padded cache + torch SDPA with a length mask",
+    work=paged_decode_bytes,
+    work_unit="B",
+    sizes=lambda s: (s[0], s[1], s[2], s[4], s[5], pages_of(s[3], s[5])),
+    grid=lambda s, tile: (s[2], s[0], 1),   # one block per (KV head, sequence)
+    compare=_attention.attention_mismatch,
+    roof="dram",
+    sass_requirements=("no_global_scratch",),
+)
+
+# ---- W4A16 GEMV ---------------------------------------------------------------------------------------------
+
+def w4a16_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    """[w, scales, x]: w and scales in one byte buffer (the baseline copies it), random codes, scales in [0.005,
+    0.02), x standard normal fp16 (fenced by NaN)."""
+    import torch
+    batch, n, k = shape
+    wbytes, sbytes = n * k // 2, 2 * n * (k // GROUP)
+    buffer = torch.empty(wbytes + sbytes, dtype=torch.uint8, device=gen.device)
+    buffer[:wbytes] = torch.randint(0, 256, (wbytes,), generator=gen, device=gen.device, dtype=torch.uint8)
+    scales = buffer[wbytes:].view(torch.float16).view(n, k // GROUP)
+    scales.copy_(0.005 + 0.015 * torch.rand((n, k // GROUP), generator=gen, device=gen.device))
+    return [buffer[:wbytes].view(n, k // 2), scales, _fenced((batch, k), gen, "float16")]
+
+
+def unpack_int4(w: Tensor) -> Tensor:
+    """N x K/2 bytes -> N x K codes, the even k from the low nibble."""
+    import torch
+    return torch.stack([w & 15, w >> 4], dim=-1).reshape(w.shape[0], -1)
+
+
+def dequantise_int4(w: Tensor, scales: Tensor) -> Tensor:
+    """W (N x K) in float64."""
+    return (unpack_int4(w).double() - ZERO_POINT) * scales.double().repeat_interleave(GROUP, dim=1)
+
+
+@dataclass(frozen=True)
+class Product:
+    """The float64 product and each element's magnitude (the sum of |W[n][k] x[b][k]|, the error's scale)."""
+
+    exact: Tensor
+    magnitude: Tensor
+
+
+def w4a16_reference(inputs: list[Tensor]) -> Product:
+    w, scales, x = inputs
+    weights, xs = dequantise_int4(w, scales), x.double()
+    return Product(xs @ weights.T, xs.abs() @ weights.abs().T)
+
+
+def gemv_mismatch(out: Tensor, expected: Product) -> str:
+    """'' if every y is within GEMV_RTOL of its magnitude from the float64 product, else how many are not."""
+    import torch
+    bad = torch.isnan(out) | ~((out.double() - expected.exact).abs() <= GEMV_RTOL * expected.magnitude)
+    count = int(bad.sum())
+    if not count:
+        return ""
+    b, n = (int(i) for i in bad.nonzero()[0])
+    got = float(out[b, n])
+    never = " (NaN: never written, or read outside x)" if math.isnan(got) else ""
+    return (f"{count} of {out.numel()} values of y wrong; first y[{b}][{n}]: expected "
+            f"{float(expected.exact[b, n]):.7g} (within {GEMV_RTOL:g} x {float(expected.magnitude[b, n]):.4g}), "
+            f"got {got:.7g}{never}")
+
+
+def copy_weights(out: Tensor, inputs: list[Tensor]) -> None:
+    """The roof: the first half of the weights' and scales' buffer copied onto the second (their bytes read and
+    written once), one device-to-device copy."""
+    import torch
+    whole = torch.tensor([], dtype=torch.uint8, device=inputs[0].device).set_(inputs[0].untyped_storage())
+    half = whole.numel() // 2
+    whole[half:2 * half].copy_(whole[:half])
+
+
+def w4a16_bytes(shape: Shape) -> int:
+    """w and scales read once, x read (fp16), y written (fp32)."""
+    batch, n, k = shape
+    return n * k // 2 + 2 * n * (k // GROUP) + 2 * batch * k + 4 * batch * n
+
+
+W4A16_GEMV = Problem(
+    kind="w4a16_gemv",
+    signature=("(float* y, const unsigned char* w, const unsigned short* scales, const unsigned short* x, int batch, "
+               "int N, int K)"),
+    shape_names=("batch", "N", "K"),
+    make_inputs=w4a16_inputs,
+    out_shape=lambda s: (s[0], s[1]),
+    reference=w4a16_reference,
+    baseline=copy_weights,
+    baseline_name="HBM roofline (a device-to-device copy of the weights' and scales' bytes)",
+    work=w4a16_bytes,
+    work_unit="B",
+    sizes=lambda s: s,
+    grid=lambda s, tile: (1, -(-s[1] // tile[1]), 1),
+    compare=gemv_mismatch,
+    roof="dram",
+    sass_requirements=("no_global_scratch",),
+)
+
+PROBLEMS = [RMSNORM_RESIDUAL, SWIGLU, PAGED_DECODE, W4A16_GEMV]
