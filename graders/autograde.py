@@ -72,6 +72,7 @@ from graders.sandbox.session import ChildSession, SessionPool
 from graders.sandbox.starvation import WorkerStarved
 from graders.submission import (MAX_NOTEBOOK_BYTES, HiddenCall, Submission, SubmissionError, file_problem,
                                 hidden_call, notebook_problem)
+from graders.tilelang_engine import grade as _tilelang_grade  # noqa: F401 (same)
 from graders.triton_engine import grade as _triton_grade  # noqa: F401 (same)
 
 GIB = 1 << 30

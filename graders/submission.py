@@ -10,6 +10,7 @@ last definition winning as it would when the notebook runs:
   by `graders.numba_engine.cell_source.kernel_source_from_cell`;
 - ``@triton.jit def name(...)``: a `graders.triton_engine.kernel_source.TritonKernel`, its cell's ``@triton.jit``
   functions;
+- ``@tilelang.jit def name(...)``: a `graders.tilelang_engine.kernel_source.TileLangKernel`, that builder;
 - ``class Name``: a `graders.model_engine.source.ModelSource`, the text of the cell that defines it. A class is
   looked up relative to the test cell: the definition last *above* it, as when the notebook runs top to bottom
   (each problem of a KernelBench-style track defines its own ``ModelNew``, and its test cell grades that one).
@@ -37,6 +38,7 @@ from nbgrader import utils
 from graders.model_engine.source import ModelSource
 from graders.numba_engine.cell_source import kernel_source_from_cell
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel
+from graders.tilelang_engine.kernel_source import TileLangKernel, TileLangSourceError, tilelang_kernel_in_cell
 from graders.triton_engine.kernel_source import TritonSourceError, triton_kernel_in_cell
 
 MAX_NOTEBOOK_BYTES = 8 << 20   # the submitted notebook file
@@ -172,15 +174,16 @@ class Submission:
             raise SubmissionError(text)
         if kind == "kernel":
             try:
-                triton_kernel = triton_kernel_in_cell(text, name)
-                source = triton_kernel.source if triton_kernel else kernel_source_from_cell(text, name)
-            except (KernelSourceError, TritonSourceError) as exc:
+                read_kernel = triton_kernel_in_cell(text, name) or tilelang_kernel_in_cell(text, name)
+                source = read_kernel.source if read_kernel else kernel_source_from_cell(text, name)
+            except (KernelSourceError, TritonSourceError, TileLangSourceError) as exc:
                 raise SubmissionError(str(exc)) from None
             if len(source) > MAX_KERNEL_CHARS:
-                read = "@triton.jit functions" if triton_kernel else "@cuda.jit functions, imports and constants"
+                read = ("@cuda.jit functions, imports and constants" if read_kernel is None else
+                        "@tilelang.jit builder" if isinstance(read_kernel, TileLangKernel) else "@triton.jit functions")
                 raise SubmissionError(f"the source of {name} (its cell's {read}) holds {len(source)} characters; the "
                                       f"grader reads at most {MAX_KERNEL_CHARS}")
-            return triton_kernel or SubmittedKernel(source, name)
+            return read_kernel or SubmittedKernel(source, name)
         try:
             return ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):

@@ -82,8 +82,9 @@ def matrix_bytes(shape: Shape) -> int:
     return 2 * 4 * shape[0] * shape[1]   # fp32, read once and written once
 
 
-# the tracks whose kinds a spec of each engine may name: a Triton kernel may also be graded on a CUDA track's kind
-KIND_SOURCES = {"cuda": ("cuda",), "triton": ("cuda", "triton")}
+# the tracks whose kinds a spec of each engine may name: a Triton kernel may also be graded on a CUDA track's kind,
+# a TileLang kernel on a CUDA or a Triton track's
+KIND_SOURCES = {"cuda": ("cuda",), "triton": ("cuda", "triton"), "tilelang": ("cuda", "triton")}
 
 
 @functools.cache
