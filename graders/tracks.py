@@ -3,7 +3,7 @@
 A track folder holds:
 
 - ``spec.toml``: what is graded and how (``[assignment]``: ``name`` = the folder's name, ``engine``: ``numba``,
-  ``cuda``, ``triton``, ``quiz``, ``roofline`` or ``model``; cases, seeds, tolerances, targets, points; the engine's
+  ``cuda``, ``triton``, ``quiz``, ``roofline``, ``model`` or ``tilelang``; cases, seeds, tolerances, targets, points; the engine's
   docstring lists the keys);
 - ``problem.py``, when the track brings problems of its own: numba puzzles (``PUZZLES``), CUDA problem
   kinds (``PROBLEMS``, registered with the CUDA engine from here) or a quiz's questions (``QUESTIONS``; its
@@ -33,7 +33,7 @@ from types import ModuleType
 from graders import settings
 
 GRADER_FILES = ("spec.toml", "structure.toml", "problem.py")
-ENGINES = ("numba", "cuda", "triton", "quiz", "roofline", "model")
+ENGINES = ("numba", "cuda", "triton", "quiz", "roofline", "model", "tilelang")
 CPU_ENGINES = ("numba", "model")   # grade on this machine's CPU where WORKSHOP_TARGET=sim (tests without a GPU)
 _EXPECT = re.compile(r"^(?:#|//) expect: (.*)$", re.MULTILINE)
 _STATUS = re.compile(r"^(?:#|//) status: (.*)$", re.MULTILINE)

@@ -3,6 +3,7 @@ solutions; a committed notebook that is exactly what `workshop build` writes, wh
 spec's; and a release (real ``nbgrader generate_assignment``) with no solution and no hidden test in it."""
 from __future__ import annotations
 
+import os
 import re
 
 import nbformat
@@ -21,6 +22,7 @@ from graders.quiz_engine.questions import REFERENCE_STUDENT
 from graders.result import Status
 from graders.roofline_engine.grade import reference_answer
 from graders.roofline_engine.scoring import Rules
+from graders.tilelang_engine.spec import load_tilelang_spec
 from graders.triton_engine.spec import load_triton_spec
 from workshop import notebooks
 from workshop.cells import read_cells, strip_solution_markers
@@ -39,7 +41,9 @@ def _cells(track: tracks.Track) -> dict[str, nbformat.NotebookNode]:
 
 
 def _kernels(track: tracks.Track) -> dict:
-    """A CUDA or Triton track's kernels (`graders.cuda_engine.spec.KernelSpec`), by id."""
+    """A CUDA, Triton or TileLang track's kernels (`graders.cuda_engine.spec.KernelSpec`), by id."""
+    if track.engine == "tilelang":
+        return load_tilelang_spec(track.name).kernels
     return (load_triton_spec(track.name).assignment if track.engine == "triton" else load_spec(track.name)).kernels
 
 
@@ -89,7 +93,7 @@ def _answers(track: tracks.Track) -> dict[str, str]:
                for q in _questions(track)}
     if track.engine == "quiz":
         return answers
-    comment = "#" if track.engine == "triton" else "//"
+    comment = "#" if track.engine in ("triton", "tilelang") else "//"
     for kid, kernel in _kernels(track).items():
         lines = kernel.reference.read_text().rstrip("\n").split("\n")
         answers[kid] = "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith(comment)):])
@@ -102,7 +106,7 @@ def test_there_are_tracks_of_every_engine():
 
 @by_name
 def test_track_has_every_part(track):
-    if track.engine in ("cuda", "triton"):
+    if track.engine in ("cuda", "triton", "tilelang"):
         kernels = _kernels(track)
         assert kernels and all(k.reference.is_file() for k in kernels.values())
     elif track.engine == "roofline":
@@ -123,7 +127,7 @@ def test_track_has_every_part(track):
     for wrong in track.wrong_solutions():
         expected = tracks.expected_points(wrong)
         assert expected and set(expected) <= graded, f"{wrong}: its expect: line names no graded cell of the notebook"
-        if track.engine in ("cuda", "triton", "model"):
+        if track.engine in ("cuda", "triton", "model", "tilelang"):
             statuses = tracks.expected_statuses(wrong)
             assert statuses and set(statuses) <= set(Status), f"{wrong}: status: line outside graders.result.Status"
 
@@ -165,14 +169,17 @@ def test_a_check_cell_run_before_its_kernels_cell_says_which_cell_to_run(track, 
     cells = _cells(track)
     if track.engine == "numba":
         kernels = {p.id: (p.title, p.kernel_name) for p in track.problem_module().PUZZLES}
-    elif track.engine == "triton":
+    elif track.engine in ("triton", "tilelang"):
         kernels = {kid: (kid, k.function) for kid, k in _kernels(track).items()}
     elif track.engine == "model":
         kernels = {pid: (pid, "ModelNew") for pid in load_model_spec(track.name).problems}
     else:
         kernels = {kid: (kid, f"{kid}_src") for kid in load_spec(track.name).kernels}
     namespace: dict = {}
+    environment = dict(os.environ)
     exec(cells["setup"].source, namespace)
+    os.environ.clear()   # importing tilelang sets PYTHONPATH and TVM's paths, which later children would inherit
+    os.environ.update(environment)
     capsys.readouterr()
     for gid, (label, name) in kernels.items():
         exec(cells[f"{gid}_check"].source, namespace)
