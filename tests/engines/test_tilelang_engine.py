@@ -1,28 +1,40 @@
 """The TileLang engine without a GPU: a kernel read from its cell by parsing and held to the DSL's allowlist
 (graders/tilelang_engine/kernel_source.py, and through graders/submission.py), the child's own refusals and
 errors, its bench on CPU tensors with a stand-in kernel (the Triton engine's fenced inputs and typed outputs,
-a launch that raises as a kernel error), and the parent's refusals before any child."""
+a launch that raises as a kernel error), the parent's refusals before any child; the track's references and
+known-wrong solutions compiled by TileLang for sm_90a (lowered to CUDA C++: no GPU or nvcc needed), the check
+cell's line from a sandboxed child, and the trusted grader's reading of the track's graded cells."""
 from __future__ import annotations
 
 import os
 import re
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from nbgrader.utils import is_grade, is_solution
 
+from graders import gpu, tracks
 from graders.cuda_engine.child import Bench
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.grade import KernelFailed
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import Geometry
+from graders.gpu import NeedsGPUWorker
 from graders.hidden_tests import HIDDEN_TESTS
 from graders.result import Status
-from graders.submission import Submission, SubmissionError
+from graders.submission import Submission, SubmissionError, hidden_call
 from graders.tilelang_engine import child, grade
 from graders.tilelang_engine.kernel_source import (DSL, TileLangKernel, TileLangSourceError, kernel_from_cell,
                                                    kernel_from_function, tilelang_kernel_in_cell)
+from graders.tilelang_engine.spec import load_tilelang_spec
 from graders.triton_engine.child import FENCE_ELEMENTS
+from workshop.submissions import cuda_answers, fill
+
+TRACK = tracks.get("tilelang")
+SPEC = load_tilelang_spec("tilelang")
+SOLUTIONS = [k.reference for k in SPEC.kernels.values()] + TRACK.wrong_solutions()
 
 CELL = '''import math
 
@@ -219,3 +231,84 @@ def test_the_parent_refuses_what_is_not_a_kernel_and_a_stub_without_a_child(tmp_
 def test_the_grading_child_serves_one_kernel():
     """The student's Python runs in the child (the builder, and TileLang's parse): no session reuses it."""
     assert not hasattr(child, "reusable")
+
+
+def _kid(path) -> str:
+    return tracks.graded_kernel(path) if "wrong" in path.parts else next(
+        kid for kid, k in SPEC.kernels.items() if k.reference == path)
+
+
+def _kernel(path) -> TileLangKernel:
+    return kernel_from_cell(path.read_text(), SPEC.kernel(_kid(path)).function)
+
+
+@pytest.fixture(scope="module")
+def compiled(tilelang) -> dict[str, dict]:
+    """The child's answer to a check without a GPU (`child.handle`, in this process) for each reference and
+    known-wrong solution, by file name: compiled once each."""
+    return {path.name: child.handle({"spec_path": str(SPEC.path), "kernel_id": _kid(path), "seed": 0,
+                                     "source": _kernel(path).source, "mode": "check", "device": "cpu"})
+            for path in SOLUTIONS}
+
+
+@pytest.mark.parametrize("kid", list(SPEC.kernels))
+def test_each_reference_compiles_for_hopper(compiled, kid):
+    found = compiled[SPEC.kernel(kid).reference.name]
+    assert found["status"] == Status.OK, found["message"]
+    assert found["compile"]["arch"] == "sm_90a" and found["compile"]["cuda_lines"] > 50
+    hopper = kid == "matmul_fp16"   # T.copy into shared memory through TMA, T.gemm on wgmma; the softmax neither
+    assert found["compile"]["tma"] == found["compile"]["wgmma"] == hopper
+
+
+@pytest.mark.parametrize("path", TRACK.wrong_solutions(), ids=lambda p: p.stem)
+def test_each_known_wrong_solution_compiles_unless_its_status_says_it_does_not(compiled, path):
+    found = compiled[path.name]
+    if tracks.expected_statuses(path) == (Status.COMPILE_ERROR,):
+        assert found["status"] == Status.COMPILE_ERROR and "T.gemm K shape check failed" in found["message"]
+    else:
+        assert found["status"] == Status.OK, found["message"]
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_GPU", "0")
+    monkeypatch.setattr(grade, "_checked", {})
+    gpu.detect_gpu.cache_clear()
+    yield
+    gpu.detect_gpu.cache_clear()
+
+
+def test_without_a_gpu_the_check_cell_compiles_in_a_sandboxed_child_and_says_it_did_not_run(no_gpu, capsys):
+    grade.check("tilelang", "matmul_fp16", _kernel(SPEC.kernel("matmul_fp16").reference))
+    line = capsys.readouterr().out
+    assert re.fullmatch(r"\? matmul_fp16: TileLang 0\.1\.15 compiled it to \d+ lines of CUDA C\+\+ for sm_90a \(TMA "
+                        r"loads, wgmma\); not run: this machine has no GPU\. The GPU worker checks and times it\.\n",
+                        line), line
+    grade.assert_runs("tilelang", "matmul_fp16", _kernel(SPEC.kernel("matmul_fp16").reference))   # ? is not ✗
+
+
+def test_the_trusted_grader_reads_each_graded_cells_call_from_the_submitted_notebook(no_gpu, monkeypatch):
+    """What autograde resolves from the notebook's text: ``score_tilelang('tilelang', KERNEL_ID, the builder read
+    from its solution cell)``; without a GPU grading stops, and the stub fails before any child."""
+    monkeypatch.setattr(grade, "run_child", lambda *a, **k: pytest.fail("ran a child"))
+    source = nbformat.read(str(TRACK.notebook_path), as_version=4)
+    stubbed = {cell.metadata.nbgrader.grade_id: re.sub(r"### BEGIN SOLUTION.*### END SOLUTION",
+                                                       "# YOUR CODE HERE\n    raise NotImplementedError()",
+                                                       cell.source, flags=re.DOTALL)
+               for cell in source.cells if is_solution(cell)}
+    for filled, stub in [(fill(source, cuda_answers("tilelang")), False), (fill(source, stubbed), True)]:
+        submission = Submission(filled)
+        for cell in filter(is_grade, filled.cells):
+            call = hidden_call(cell.source, set(HIDDEN_TESTS))
+            args = [submission.resolve(a) for a in call.args]
+            assert call.function == "score_tilelang" and args[0] == "tilelang" and len(args) == 3
+            kernel = SPEC.kernel(args[1])
+            if stub:
+                assert args[2].is_stub
+                with pytest.raises(KernelFailed, match="not written yet"):
+                    HIDDEN_TESTS[call.function](*args)
+            else:
+                reference = kernel_from_cell(kernel.reference.read_text(), kernel.function)
+                assert args[2].name == kernel.function and args[2].source.strip() == reference.source.strip()
+                with pytest.raises(NeedsGPUWorker, match="needs a GPU worker"):
+                    HIDDEN_TESTS[call.function](*args)
