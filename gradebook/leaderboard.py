@@ -220,22 +220,25 @@ def page_token(key: bytes, assignment: str, student: str) -> str:
     return _mac(key, f"page:{assignment}:{student}")[:32]
 
 
-def _shown(row: Row, key: bytes, me: str | None) -> str:
+def _shown(row: Row, key: bytes, me: str | None, anonymous: bool = True) -> str:
     if row.kind != STUDENT:
         return row.author
-    return f"you ({pseudonym(key, row.author)})" if row.author == me else pseudonym(key, row.author)
+    name = pseudonym(key, row.author) if anonymous else row.author
+    return f"you ({name})" if row.author == me else name
 
 
-def render(assignment: str, made: list[Board], key: bytes, me: str | None = None) -> str:
-    """The page: the public one (``me`` None), or student ``me``'s own."""
+def render(assignment: str, made: list[Board], key: bytes, me: str | None = None, anonymous: bool = True) -> str:
+    """The page: the public one (``me`` None), or student ``me``'s own; students by pseudonym unless not
+    ``anonymous``."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2"]))
-    tables = [{"board": b, "rows": [{"row": r, "name": _shown(r, key, me), "you": r.kind == STUDENT and r.author == me}
-                                    for r in b.rows],
+    tables = [{"board": b, "rows": [{"row": r, "name": _shown(r, key, me, anonymous),
+                                     "you": r.kind == STUDENT and r.author == me} for r in b.rows],
                "mine": [e for e in b.excluded if e.kind == STUDENT and e.author == me],
                "excluded_students": sum(e.kind == STUDENT for e in b.excluded),
                "excluded_machine": sum(e.kind != STUDENT for e in b.excluded)} for b in made]
     return env.get_template("leaderboard.html.j2").render(
-        assignment=assignment, tables=tables, me=me, who=WHO, baselines=BASELINES, refreshed=now())
+        assignment=assignment, tables=tables, me=me, anonymous=anonymous, who=WHO, baselines=BASELINES,
+        refreshed=now())
 
 
 def csv_rows(assignment: str, made: list[Board], key: bytes) -> list[dict]:
@@ -259,19 +262,20 @@ def csv_rows(assignment: str, made: list[Board], key: bytes) -> list[dict]:
     return out
 
 
-def write(course: Path, assignment: str, entries: list[Entry], to: Path, csv_path: Path) -> list[Path]:
+def write(course: Path, assignment: str, entries: list[Entry], to: Path, csv_path: Path,
+          anonymous: bool = True) -> list[Path]:
     """The public page ``to/index.html``, each student's own page ``to/you/<token>.html`` and the TA's CSV at
-    ``csv_path``; returns the paths written."""
+    ``csv_path``; returns the paths written. ``anonymous``: students by pseudonym on the pages (the CSV has both)."""
     key = course_key(course)
     made = boards(assignment, entries)
     own = to / "you"
     own.mkdir(parents=True, exist_ok=True)
     os.chmod(own, 0o711)
     written = [to / "index.html"]
-    written[0].write_text(render(assignment, made, key))
+    written[0].write_text(render(assignment, made, key, anonymous=anonymous))
     for student in sorted({e.author for e in entries if e.kind == STUDENT}):
         page = own / f"{page_token(key, assignment, student)}.html"
-        page.write_text(render(assignment, made, key, me=student))
+        page.write_text(render(assignment, made, key, me=student, anonymous=anonymous))
         written.append(page)
     for page in written:
         os.chmod(page, 0o644)

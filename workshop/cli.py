@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     board.add_argument("--to", type=Path, default=None,
                        help="the pages' folder (default: COURSE/leaderboard/ASSIGNMENT)")
     board.add_argument("--csv", type=Path, default=None, help="the CSV (default: COURSE/leaderboard-ASSIGNMENT.csv)")
+    board.add_argument("--names", action="store_true",
+                       help="students by their login on the pages, not by pseudonym (a class that agreed to it)")
     args = parser.parse_args(argv)
     from gradebook.database import alembic_on_path
     alembic_on_path()   # export, grade and queue may create the gradebook: nbgrader runs `alembic` for that
@@ -188,7 +190,7 @@ def _leaderboard(args) -> int:
                                                args.assignment)
         pages = args.to or course / "leaderboard" / args.assignment
         written = leaderboard.write(course, args.assignment, entries, pages,
-                                    args.csv or course / f"leaderboard-{args.assignment}.csv")
+                                    args.csv or course / f"leaderboard-{args.assignment}.csv", not args.names)
     except (OSError, ValueError) as exc:   # no such model track, an unreadable record
         print(f"workshop leaderboard: {exc}", file=sys.stderr)
         return 2

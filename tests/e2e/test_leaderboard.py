@@ -86,7 +86,7 @@ def test_a_student_result_is_read_into_the_records_form(course):
     assert set(alice.result) == set(machine.result) and alice.result["test"] == machine.result["test"] == PROBLEM
 
 
-def test_grade_folder_caps_how_many_entries_it_reads_and_both_commands_take_model_tracks_only(tmp_path, monkeypatch, capsys):
+def test_grade_folder_caps_its_entries_and_both_commands_take_model_tracks_only(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(grade_folder, "MAX_FILES", 3)
     (tmp_path / PROBLEM).mkdir()
     for n in range(3):
@@ -125,6 +125,8 @@ def test_the_public_page_names_no_student_and_no_reason(course):
     assert leaderboard.pseudonym(key, "alice") in page and leaderboard.pseudonym(key, "bob") not in page
     assert "trial 1" not in page and "1 student submission(s)" in page and "3 machine kernel(s)" in page
     assert leaderboard.pseudonym(key, "alice") != leaderboard.pseudonym(b"another course", "alice")
+    named = leaderboard.render(ASSIGNMENT, leaderboard.boards(ASSIGNMENT, _entries(course)), key, anonymous=False)
+    assert 'data-name="alice"' in named and leaderboard.pseudonym(key, "alice") not in named
 
 
 @pytest.mark.slow
