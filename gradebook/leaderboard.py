@@ -41,6 +41,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from gradebook.graded_on import KEY
 from graders.autograde import graded_cells, stored_results
+from graders.model_engine.grade import FAST_P, fast_p
 from graders.model_engine.spec import load_model_spec
 from graders.result import GradeResult, Status
 
@@ -149,6 +150,7 @@ class Board:
     baseline: str                      # a key of `BASELINES`: what the speed-ups are over
     rows: list[Row]
     excluded: list[Entry] = field(default_factory=list)
+    fast: dict[str, dict[float, tuple[int, int]]] = field(default_factory=dict)   # `fast_shares`
 
     @property
     def gpus(self) -> list[str]:
@@ -188,7 +190,19 @@ def board(problem: str, entries: list[Entry]) -> Board:
     rows.sort(key=lambda r: -r.speedup)
     for i, row in enumerate(rows):
         row.rank = rows[i - 1].rank if i and row.speedup == rows[i - 1].speedup else i + 1
-    return Board(problem, baseline, rows, [e for e in entries if not e.ok])
+    return Board(problem, baseline, rows, [e for e in entries if not e.ok], fast_shares(entries, baseline))
+
+
+def fast_shares(entries: list[Entry], baseline: str) -> dict[str, dict[float, tuple[int, int]]]:
+    """KernelBench's fast_p of the students' and of the AI-written submissions (one each per author): at each p of
+    `graders.model_engine.grade.FAST_P`, (how many are correct and at least p times as fast as ``baseline``, of how
+    many)."""
+    shares = {}
+    for kind in (STUDENT, "ai"):
+        results = [GradeResult.from_dict(e.result) for e in entries if e.kind == kind]
+        if results:
+            shares[kind] = {p: (round(fast_p(results, p, baseline) * len(results)), len(results)) for p in FAST_P}
+    return shares
 
 
 def boards(assignment: str, entries: list[Entry]) -> list[Board]:

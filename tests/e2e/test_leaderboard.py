@@ -114,6 +114,9 @@ def test_only_correct_submissions_are_ranked_by_speedup_beside_the_baseline(cour
         ("bob", "incorrect"), ("model-b", "incorrect"), ("model-c", "refused"), ("huge", "refused")}
     bob, = [e for e in board.excluded if e.author == "bob"]
     assert "trial 1" in bob.reason
+    alice_fast = entry.result["fast_p"]["eager"]["1.0"]   # KernelBench's fast_p: bob counts, never fast
+    assert board.fast["student"] == {1.0: (int(alice_fast), 2), 1.5: (int(entry.result["fast_p"]["eager"]["1.5"]), 2)}
+    assert board.fast["ai"][1.0][1] == 4 and "vendor" not in board.fast
 
 
 @pytest.mark.slow
