@@ -3,7 +3,7 @@ it fails on the untouched stub and on a notebook with one wrong kernel, naming t
 reference. Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
 one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
 races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there the wrong
-kernel is a softmax without its max. A quiz's graded cells check only an answer's form (the key stays with the
+kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang refuses. A quiz's graded cells check only an answer's form (the key stays with the
 grader), so there the wrong answer is an option its question does not have; one quiz runs here, every quiz's checks
 in tests/engines/test_quiz_engine.py. The released CUDA stubs compile, and their check cells say so in one
 line each."""
@@ -57,6 +57,9 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     if track.engine == "triton":   # the check finds it wrong in Triton's interpreter
         path = track.solutions / "wrong" / "softmax_no_max.py"
         return submissions.cuda_answers(track.name) | {"softmax": path.read_text()}, "softmax"
+    if track.engine == "tilelang":   # without a GPU the check compiles: a kernel TileLang refuses
+        path = track.solutions / "wrong" / "compile_error.py"
+        return submissions.cuda_answers(track.name) | {"matmul_fp16": path.read_text()}, "matmul_fp16"
     path = track.solutions / "wrong" / "compile_error.cu"
     kernel = tracks.graded_kernel(path)
     return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel
