@@ -226,6 +226,7 @@ CORRECT = {                                     # a right Python "kernel" (out, 
         SERVING.swiglu_reference([x]).exact),
     "paged_decode": lambda out, *ins: out.copy_(SERVING.paged_reference(list(ins)).o),
     "w4a16_gemv": lambda out, w, s, x: out.copy_(x.double() @ SERVING.dequantise_int4(w, s).T),
+    "fp8_scaled_gemm": lambda out, a, b, sa, sb: torch.matmul(a.float(), b.float(), out=out).mul_(sa * sb),
 }
 
 

@@ -45,7 +45,7 @@ def test_every_kind_has_its_rule_here():
     # nvfp4_gemv's (tracks/nvfp4/problem.py) in tests/tracks/test_nvfp4.py, the serving kinds' in tests/tracks/test_serving.py
     assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "bf16gemm_kmajor", "f16gemm", "tf32gemm", "fp8gemm", "row_softmax",
                                       *ATTENTION_KINDS, "row_sum", "nvfp4_gemv", "rmsnorm_residual", "swiglu",
-                                      "paged_decode", "w4a16_gemv"])
+                                      "paged_decode", "w4a16_gemv", "fp8_scaled_gemm"])
 
 
 # --- bit-identical kinds ------------------------------------------------------------------------------

@@ -5,13 +5,14 @@ Nothing here has run on a GPU in the change that wrote it: the kernels compiled 
 on a machine without one (tests/tracks/test_serving.py), so these tests are the first to run them.
 
 - every reference graded as a submission is (sandboxed child, its baseline timed in the same child): correct at every
-  check shape, before and after timing; its time, GB/s, ratio to the baseline and fraction of the memory's peak
+  check shape, before and after timing; its time, throughput, ratio to the baseline and fraction of the memory's peak
   written to ``benchmarks/results/serving/serving-<date-time>.json`` (the record ``workshop targets serving``
   reads), with, timed here by CUDA events outside the grading child, a device-to-device copy of the step's bytes (the
   roofline as a copy reaches it), ``torch.compile``'s fused kernel for the two fusions and the fp16 GEMV of the
   dequantised weights for W4A16;
 - the issue's goals: the fusions and paged decode at 85% of the copy or more, W4A16 at batch 1 at 80%, the fusions
-  faster than ``torch.compile``'s kernel;
+  faster than ``torch.compile``'s kernel (the FP8 GEMM's goal, 70% of ``torch._scaled_mm``, is recorded, not asserted:
+  its mma.sync reference cannot reach it on sm_90, where fp8 runs at full rate through wgmma only);
 - every known-wrong solution ends in a status of its ``status:`` line with its ``expect:`` points;
 - nbgrader's grading of the notebook: the reference (every correctness point; full marks once the targets are
   measured), the untouched stub (0, an error in each graded cell) and the known-wrong solutions (their ``expect:``
@@ -96,14 +97,16 @@ def row(kernel_id: str, result: dict) -> dict:
     if timing:
         kernel, base = timing["kernel"], timing["baseline"]
         peak = (timing.get("ceiling") or {}).get("throughput")
-        work = problem(SPEC.kernel(kernel_id).kind).work(tuple(timing["shape"]))
+        kind = problem(SPEC.kernel(kernel_id).kind)
         found |= {"ratio": timing["ratio"], "suggested_target": round(0.95 * timing["ratio"], 3),
                   "baseline": base["name"], "kernel_us": kernel["median_s"] * 1e6,
-                  "baseline_us": base["median_s"] * 1e6, "kernel_gbs": kernel["throughput"] / 1e9,
+                  "baseline_us": base["median_s"] * 1e6, "work_unit": timing["work_unit"],
+                  "kernel_throughput_g": kernel["throughput"] / 1e9,
                   "fraction_of_peak": kernel["throughput"] / peak if peak else None,
-                  "peak_gbs": peak / 1e9 if peak else None, "copy_gbs": copy_gbs(work),
                   "rse": kernel["rse"], "samples": kernel["samples"], "shape": timing["shape"]}
-        found["fraction_of_copy"] = found["kernel_gbs"] / found["copy_gbs"]
+        if kind.roof == "dram":   # bytes: beside a copy of as many
+            found["copy_gbs"] = copy_gbs(kind.work(tuple(timing["shape"])))
+            found["fraction_of_copy"] = found["kernel_throughput_g"] / found["copy_gbs"]
         found |= others_us(kernel_id)
     return found
 
@@ -120,11 +123,11 @@ def rows() -> dict:
               "flashinfer": "not installed: paged_decode's baseline is the gather + SDPA"}
     path = records.write_gpu_record("serving", "the serving track's references graded at the spec's shapes", fields,
                                     track="serving")
-    lines = [f"{'step':<14}{'status':<10}{'us':>10}{'GB/s':>8}{'x base':>8}{'% copy':>8}{'% peak':>8}{'points':>8}"]
+    lines = [f"{'step':<14}{'status':<10}{'us':>10}{'G/s':>8}{'x base':>8}{'% copy':>8}{'% peak':>8}{'points':>8}"]
     for kid, r in found.items():
-        lines.append(f"{kid:<14}{r['status']:<10}{r['kernel_us']:>10.1f}{r['kernel_gbs']:>8.0f}{r['ratio']:>8.2f}"
-                     f"{100 * r['fraction_of_copy']:>7.1f}%{100 * (r['fraction_of_peak'] or 0):>7.1f}%"
-                     f"{r['score']['total']:>8.2f}" if "ratio" in r
+        lines.append(f"{kid:<14}{r['status']:<10}{r['kernel_us']:>10.1f}{r['kernel_throughput_g']:>8.0f}"
+                     f"{r['ratio']:>8.2f}{100 * r.get('fraction_of_copy', 0):>7.1f}%"
+                     f"{100 * (r['fraction_of_peak'] or 0):>7.1f}%{r['score']['total']:>8.2f}" if "ratio" in r
                      else f"{kid:<14}{r['status']:<10}  {r['message'][:90]}")
     print("\n" + "\n".join(lines) + f"\nwrote {path}")
     return {kid: r | {"checks": checks[kid]} for kid, r in found.items()}
@@ -141,7 +144,7 @@ def test_every_reference_is_correct_at_every_check_shape(rows):
 @pytest.mark.parametrize("kernel_id", GOALS)
 def test_the_reference_reaches_the_issues_share_of_the_copy(rows, kernel_id):
     r = rows[kernel_id]
-    assert r["fraction_of_copy"] >= GOALS[kernel_id], (r["kernel_gbs"], r["copy_gbs"])
+    assert r["fraction_of_copy"] >= GOALS[kernel_id], (r["kernel_throughput_g"], r["copy_gbs"])
 
 
 @pytest.mark.parametrize("kernel_id", ["rmsnorm", "swiglu"])

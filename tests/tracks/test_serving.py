@@ -1,8 +1,8 @@
 """The serving track without a GPU: its spec, each kind's reference against an independent computation, each
 tolerance against an fp32 emulation of a right kernel and of each known bug, the inputs' layout (pages, block table,
 NaN fences, packed int4), the baselines on CPU tensors, every reference and known-wrong solution compiled (sm_90, no
-spills), and the CPU preview (every reference right, every known-wrong one wrong). Speed and grading through
-nbgrader need the GPU: tests/gpu/test_serving_gpu.py."""
+spills; the FP8 GEMM's SASS on the tensor cores), and the CPU preview (every reference right, every known-wrong one
+wrong). Speed and grading through nbgrader need the GPU: tests/gpu/test_serving_gpu.py."""
 from __future__ import annotations
 
 import math
@@ -13,6 +13,7 @@ import torch
 from previews import HAVE_GXX, Job, run_all
 
 from graders import tracks
+from graders.cuda_engine import sass
 from graders.cuda_engine.child import verdict
 from graders.cuda_engine.compile import compile_cuda
 from graders.cuda_engine.problems import problem
@@ -21,9 +22,13 @@ from graders.cuda_engine.spec import load_spec
 TRACK = tracks.get("serving")
 SPEC = load_spec("serving")
 SERVING = TRACK.problem_module()
-ORDER = ["rmsnorm", "swiglu", "paged_decode", "w4a16_b1", "w4a16_b16"]
+ORDER = ["rmsnorm", "swiglu", "paged_decode", "w4a16_b1", "w4a16_b16", "fp8_gemm"]
 WRONG = {p.stem: p for p in TRACK.wrong_solutions()}
-BUGS = {"page_boundary": "paged_decode", "contiguous_table": "paged_decode", "nibbles_swapped": "w4a16_b1"}
+BUGS = {"page_boundary": "paged_decode", "contiguous_table": "paged_decode", "nibbles_swapped": "w4a16_b1",
+        "scale_twice": "fp8_gemm"}
+
+needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
+                                      reason="needs cuobjdump and nvdisasm")
 
 
 def inputs(kind: str, shape, seed=0):
@@ -39,10 +44,10 @@ def bf16_out(values: torch.Tensor) -> torch.Tensor:
 def test_spec_lists_the_steps_in_order_provisional():
     assert list(SPEC.kernels) == ORDER and SPEC.targets == "provisional"
     assert [k.kind for k in SPEC.kernels.values()] == ["rmsnorm_residual", "swiglu", "paged_decode", "w4a16_gemv",
-                                                       "w4a16_gemv"]
+                                                       "w4a16_gemv", "fp8_scaled_gemm"]
     assert all(k.floor < k.target for k in SPEC.kernels.values())
     assert {s[0] for s in SPEC.kernel("w4a16_b1").check_shapes} == {1} and SPEC.kernel("w4a16_b16").perf_shape[0] == 16
-    assert all(problem(k.kind).roof == "dram" for k in SPEC.kernels.values())
+    assert [problem(k.kind).roof for k in SPEC.kernels.values()] == ["dram"] * 5 + [None]   # no tensor-core peak
 
 
 # ---- RMSNorm + residual ---------------------------------------------------------------------------------------
@@ -233,6 +238,41 @@ def test_w4a16_roofline_copies_the_weights_and_scales_only():
     assert problem("w4a16_gemv").work((1, 64, 256)) - 2 * half == 2 * 256 + 4 * 64
 
 
+# ---- FP8 GEMM with per-tensor scales ----------------------------------------------------------------------------
+
+def test_fp8_reference_is_the_scaled_product_element_by_element():
+    a, b, sa, sb = ins = inputs("fp8_scaled_gemm", (4, 3, 64), seed=9)
+    assert a.dtype == b.dtype == torch.float8_e4m3fn and b.stride() == (1, 64) and sa.numel() == sb.numel() == 1
+    assert 0.05 <= float(sa) < 0.5 and 0.05 <= float(sb) < 0.5
+    found = SERVING.fp8_reference(ins)
+    for i in range(4):
+        for j in range(3):
+            total = sum(float(a[i, k]) * float(b[k, j]) for k in range(64)) * float(sa) * float(sb)
+            assert math.isclose(float(found.c[i, j]), total, rel_tol=1e-12, abs_tol=1e-300)
+
+
+@pytest.mark.parametrize("shape", [(256, 384, 192), (128, 128, 1024)])
+def test_fp8_tolerance_passes_fp32_and_fails_a_scale_twice_or_missing(shape):
+    a, b, sa, sb = ins = inputs("fp8_scaled_gemm", shape, seed=10)
+    expected = SERVING.fp8_reference(ins)
+    kind = problem("fp8_scaled_gemm")
+    product = a.float() @ b.float()
+    assert verdict(kind, product * (sa * sb), expected) == ""
+    baseline = torch.empty(shape[0], shape[1])
+    kind.baseline(baseline, ins)   # the CPU stand-in of torch._scaled_mm
+    assert verdict(kind, baseline, expected) == ""
+    for wrong in (product * (sa * sb * sa), product):
+        assert "values outside the fp32-accumulation tolerance" in verdict(kind, wrong, expected)
+
+
+@needs_sass_tools
+def test_fp8_reference_runs_on_the_tensor_cores():
+    kernel = SPEC.kernel("fp8_gemm")
+    cubin = compiled("fp8_gemm", kernel.reference.read_text()).cubin
+    failures, _ = sass.check(cubin, kernel.function, (*problem(kernel.kind).sass_requirements, "no_local"))
+    assert failures == []
+
+
 # ---- the baselines run on CPU tensors and leave the inputs alone ------------------------------------------------
 
 @pytest.mark.parametrize("kind, shape", [("rmsnorm_residual", (3, 64)), ("swiglu", (3, 64)),
@@ -285,3 +325,4 @@ def test_the_cpu_preview_finds_every_known_wrong_solution_wrong(previews):
     assert "are NaN" in previews["contiguous_table"].line
     assert "pairs too far from the fp32 reference" in previews["page_boundary"].line
     assert "values of y wrong" in previews["nibbles_swapped"].line
+    assert "values outside the fp32-accumulation tolerance" in previews["scale_twice"].line

@@ -18,16 +18,18 @@ from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 TRACK = "serving"
 TITLES = {"rmsnorm": "RMSNorm fused with the residual add", "swiglu": "SwiGLU fused",
           "paged_decode": "Paged decode attention", "w4a16_b1": "W4A16 GEMV at batch 1",
-          "w4a16_b16": "W4A16 at batch 16: one decode step of 16 sequences"}
+          "w4a16_b16": "W4A16 at batch 16: one decode step of 16 sequences",
+          "fp8_gemm": "FP8 GEMM with per-tensor scales"}
 
 INTRO = """# Serving kernels
 
 The kernels a served LLM spends its decode steps in, from the course's chapter *Kernels for Inference*: operator
-fusion (RMSNorm with the residual add, SwiGLU), attention over a **paged** KV cache, and a weight-only int4 GEMV.
+fusion (RMSNorm with the residual add, SwiGLU), attention over a **paged** KV cache, a weight-only int4 GEMV, and an
+FP8 GEMM with per-tensor scales.
 Prefill (a prompt's thousands of tokens at once) is GEMMs, compute-bound; a decode step (one new token a sequence)
 reads every weight and the whole KV cache to do about two FLOPs a byte, so it is **memory-bound**, and so are the
-elementwise kernels between the GEMMs. Every step here is therefore judged by its bytes: what it must move, against
-the time it takes.
+elementwise kernels between the GEMMs. Every step but the last is therefore judged by its bytes: what it must move,
+against the time it takes; the FP8 GEMM, the prefill side, by its FLOPs.
 
 Each kernel is CUDA C++ in the string of its cell; the grader compiles it with NVRTC and launches it itself, with the
 grid and block each step states (`BLOCK_X`, `BLOCK_Y`, `TILE_X`, `TILE_Y` are `#define`d for you). NVRTC has no
@@ -39,8 +41,8 @@ it cannot call torch or any host code.
 **Correct** means: on fresh random inputs at several shapes, within each step's tolerance of a float64 (or fp32)
 reference of the same inputs, before and after timing; outputs are NaN before every run and fenced by guard bands,
 inputs fenced by NaN. **Speed** is the ratio of the step's baseline time to your kernel's at its timed shape, both
-measured in the same process on the grading GPU; the feedback also gives your kernel's bytes per second against the
-GPU's memory bandwidth (its roofline). Points: 1 for a correct kernel, the rest for speed, none below the floor
+measured in the same process on the grading GPU; the feedback also gives your kernel's throughput (for the
+memory-bound steps, bytes per second against the GPU's memory bandwidth: their roofline). Points: 1 for a correct kernel, the rest for speed, none below the floor
 ratio, full at the target, linear between. A kernel that is wrong, writes outside its output, crashes or hangs
 scores 0 for that kernel.
 
@@ -79,7 +81,20 @@ the even k in the **low** nibble), `W[n][k] = (q - 8) * scales[n][k / 128]` with
 row (`scales`, N x K/128), `y` batch x N fp32. K is a multiple of 128. Correct as the NVFP4 GEMV: each `y` within
 {rtol:g} x (the sum over k of |W[n][k] x[b][k]|) of the float64 product; the decoded weights and x are exact in
 fp32, so that is fp32 accumulation's error, in any order: accumulate in fp32, not fp16.""",
+    "fp8_scaled_gemm": """**FP8 GEMM with per-tensor scales.** An fp8 checkpoint stores each weight matrix in e4m3 (4 significant bits, at
+most 448) with one fp32 scale for the whole tensor, and the activations are quantised the same way:
+`C = scale_a * scale_b * (A @ B)`, `A` M x K e4m3 row-major, `B` K x N e4m3 **column-major** (`B[k][n]` at
+`B[n * K + k]`, the layout cuBLASLt's fp8 GEMM takes), `fp8` = `unsigned char` (the raw bits), `scale_a` and `scale_b`
+one fp32 value each, `C` M x N fp32. Correct: the tensor-core track's fp8 tolerance on the scaled product (every
+element within |scale_a scale_b| (4 K + 4) 2^-24 (|A| @ |B|) of the float64 result, relative Frobenius error under
+1e-4): accumulate in fp32 and apply the scales once. Your kernel must run on the tensor cores (its SASS is read);
+speed is the ratio of `torch._scaled_mm`'s time with the same scales to yours, in FLOP/s.""",
 }
+
+
+def _work(kind, shape) -> str:
+    work = kind.work(shape)
+    return f"{work / 1e9:,.0f} GFLOP" if kind.work_unit == "FLOP" else f"{work / 1e6:,.0f} MB moved at the least"
 
 
 def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, first: bool) -> str:
@@ -94,14 +109,13 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, first: bool) ->
     rtol = module.GEMV_RTOL if kernel.kind == "w4a16_gemv" else module.FUSED_RTOL
     lines = [f"## {n}. {TITLES[kernel.id]}", ""]
     if first:
-        lines += [KINDS[kernel.kind].format(rtol=rtol, atol=module.FUSED_ATOL), "",
+        lines += [KINDS[kernel.kind].replace("{rtol:g}", f"{rtol:g}").replace("{atol:g}", f"{module.FUSED_ATOL:g}"), "",
                   f"    extern \"C\" __global__ void {kernel.function}{kind.signature}", ""]
     lines += [what[:1].upper() + what[1:], "", f"**Hypothesis:** {hypothesis}", "",
               f"* **Launch:** {launch[:1].upper() + launch[1:]}",
               "* **Sizes** (" + ", ".join(kind.shape_names) + "): checked at "
               + "; ".join(" x ".join(map(str, s)) for s in kernel.check_shapes) + "; timed at "
-              + " x ".join(map(str, kernel.perf_shape)) + f" ({kind.work(kernel.perf_shape) / 1e6:,.0f} MB moved at "
-              "the least).",
+              + " x ".join(map(str, kernel.perf_shape)) + f" ({_work(kind, kernel.perf_shape)}).",
               f"* **Speed:** against {kind.baseline_name}; full marks at {kernel.target:g}x, none below "
               f"{kernel.floor:g}x{provisional}; {kernel.points_correct:g} point for a correct kernel, up to "
               f"{kernel.points_perf:g} for speed."]

@@ -1,4 +1,5 @@
-"""Problem kinds of the serving track (W4): ``rmsnorm_residual``, ``swiglu``, ``paged_decode`` and ``w4a16_gemv``.
+"""Problem kinds of the serving track (W4): ``rmsnorm_residual``, ``swiglu``, ``paged_decode``, ``w4a16_gemv`` and
+``fp8_scaled_gemm``.
 
 NVRTC here has no ``cuda_bf16.h`` or ``cuda_fp16.h``: a kernel receives each bf16 or fp16 as its 16 raw bits, an
 ``unsigned short``. The engine's output buffer is fp32 memory; the fused kinds write bf16 into it, two values a
@@ -54,6 +55,15 @@ within ``GEMV_RTOL`` x its row's sum of |W[n][k] x[b][k]| of the float64 product
 exact in fp32, so the error is fp32 accumulation's; swapped nibbles or a wrong scale are off by a large part of it.
 Timed against the HBM roofline as a copy reaches it: one device-to-device copy of the weights' and scales' bytes
 (x and y are under 0.1% of them at the spec's shapes); the fp16 GEMV moves four times the weight bytes.
+
+``fp8_scaled_gemm``: shape ``(M, N, K)``, ``C = scale_a * scale_b * (A @ B)``: the tensor-core track's ``fp8gemm``
+(``tracks/tensorcores/problem.py``: e4m3 A row-major, B column-major, ``fp8`` = ``unsigned char``, C fp32, fp32
+accumulation) with the per-tensor scales an fp8 checkpoint carries, one fp32 value each in [0.05, 0.5). Kernels
+``(float* C, const fp8* A, const fp8* B, const float* scale_a, const float* scale_b, int M, int N, int K)`` on
+ceil(N / TILE_X) x ceil(M / TILE_Y) blocks. Correct: that kind's tolerance on the scaled product (each element within
+|scale_a scale_b| (4 K 2^-24 + 4 2^-24) (|A| @ |B|): the scales' two fp32 multiplies add at most 2 units; the relative
+Frobenius error under 1e-4); a scale applied twice is off by a factor of 2 to 20. On the tensor cores (SASS), timed
+against ``torch._scaled_mm`` with the same scales (cuBLASLt), work in FLOPs, no roof.
 """
 from __future__ import annotations
 
@@ -65,6 +75,7 @@ from graders import tracks
 from graders.cuda_engine.problems import Problem, Shape, Tensor
 
 _attention = tracks.get("attention").problem_module()
+_products = tracks.get("tensorcores").problem_module()
 
 EPS = 1e-6                   # RMSNorm's epsilon (Llama's)
 FUSED_RTOL = 2.0 ** -7
@@ -431,4 +442,54 @@ W4A16_GEMV = Problem(
     sass_requirements=("no_global_scratch",),
 )
 
-PROBLEMS = [RMSNORM_RESIDUAL, SWIGLU, PAGED_DECODE, W4A16_GEMV]
+# ---- FP8 GEMM with per-tensor scales ------------------------------------------------------------------------
+
+def fp8_inputs(shape: Shape, gen: Any) -> list[Tensor]:
+    """[A, B, scale_a, scale_b]: the tensor-core track's e4m3 operands (A row-major, B column-major, fenced by NaN)
+    and two fp32 scales in [0.05, 0.5), one value each."""
+    import torch
+    a, b = _products._fp8_inputs(shape, gen)
+    return [a, b, *(0.05 + 0.45 * torch.rand(1, generator=gen, device=gen.device) for _ in range(2))]
+
+
+def fp8_reference(inputs: list[Tensor]) -> Any:
+    """scale_a scale_b (A @ B) in float64, each element's allowance the unscaled product's (fp32 accumulation) plus
+    two fp32 roundings for the scales' multiplies, times |scale_a scale_b|."""
+    a, b, scale_a, scale_b = inputs
+    s = float(scale_a) * float(scale_b)
+    ad, bd = a.double(), b.double()
+    bound = abs(s) * (_products.element_bound(a.shape[1]) + 4 * _products.UNIT_ROUNDOFF) * (ad.abs() @ bd.abs())
+    return _products.ProductsExpected(s * (ad @ bd), bound + 1e-30)
+
+
+def scaled_mm(out: Tensor, inputs: list[Tensor]) -> None:
+    """cuBLASLt's fp8 GEMM with the per-tensor scales (torch._scaled_mm, fp32 out, fp32 accumulation)."""
+    import torch
+    a, b, scale_a, scale_b = inputs
+    if out.is_cuda:
+        torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float32, use_fast_accum=False,
+                         out=out)
+    else:   # the CPU tests' stand-in: torch has no CPU _scaled_mm
+        torch.mm(a.float(), b.float(), out=out).mul_(scale_a * scale_b)
+
+
+FP8_SCALED_GEMM = Problem(
+    kind="fp8_scaled_gemm",
+    signature="(float* C, const fp8* A, const fp8* B, const float* scale_a, const float* scale_b, int M, int N, int K)",
+    shape_names=("M", "N", "K"),
+    make_inputs=fp8_inputs,
+    out_shape=lambda s: (s[0], s[1]),
+    reference=fp8_reference,
+    baseline=scaled_mm,
+    baseline_name="cuBLASLt fp8 GEMM (torch._scaled_mm, per-tensor scales, fp32 out)",
+    work=lambda s: 2 * s[0] * s[1] * s[2],
+    work_unit="FLOP",
+    sizes=lambda s: (s[0], s[1], s[2]),
+    grid=lambda s, tile: (-(-s[1] // tile[0]), -(-s[0] // tile[1]), 1),
+    compare=_products.products_mismatch,
+    sass_requirements=("tensor_cores",),
+    precision="fp8 e4m3 in, per-tensor fp32 scales, fp32 accumulate",
+    accuracy=_products.products_accuracy,
+)
+
+PROBLEMS = [RMSNORM_RESIDUAL, SWIGLU, PAGED_DECODE, W4A16_GEMV, FP8_SCALED_GEMM]
