@@ -24,15 +24,16 @@ INTRO = """# Capstone: a served transformer's kernels, on the class leaderboard
 {count} problems at the shapes a served model runs, each a PyTorch `Model` in KernelBench's form (as in the
 kernelbench assignment): its `forward` is the reference, `get_inputs()` draws the inputs and
 `get_init_inputs()` the constructor's arguments. You write `ModelNew`, computing the same function faster:
-Triton kernels launched from `forward`, fused where the reference makes several passes over memory, beside
-PyTorch's own operators where those are already the fastest. Half precision (fp16) throughout.
+Triton or CUDA C++ kernels launched from `forward`, fused where the reference makes several passes over memory,
+beside PyTorch's own operators where those are already the fastest. Half precision (fp16) throughout.
 
 **Your cell.** Each problem's solution cell is all the grader reads for it: its imports (only `torch`,
-`torch.nn as nn`, `torch.nn.functional as F`, `math`, `triton`, `triton.language as tl`), its `@triton.jit`
-kernels, constants and the class `ModelNew`, held to the rules of the kernelbench assignment (no other imports,
-no `eval`, `exec`, `getattr` or `open`, no attribute that begins with `_`, nothing assigned but `self`'s
-attributes, no streams, events, seeds, global switches or `load_inline`). A cell outside them is refused with
-the rule it broke. Build your parameters as `Model` builds them, in the same order, so the same seed gives the
+`torch.nn as nn`, `torch.nn.functional as F`, `math`, `triton`, `triton.language as tl`, and
+`from graders.model_engine.cuda_kernels import cuda_kernel` for CUDA C++ kernels, as in the kernelbench
+assignment), its `@triton.jit` kernels, constants and the class `ModelNew`, held to the rules of the kernelbench
+assignment (no other imports, no `eval`, `exec`, `getattr` or `open`, no attribute that begins with `_`, nothing
+assigned but `self`'s attributes, no streams, events, seeds, global switches or `load_inline`). A cell outside
+them is refused with the rule it broke. Build your parameters as `Model` builds them, in the same order, so the same seed gives the
 same values (`nn.Parameter(..., requires_grad=False)` holds a tensor that is no trained weight).
 
 **Correct** means `ModelNew`'s output matches `Model`'s within the problem's `atol` and `rtol` in {trials}
