@@ -14,8 +14,8 @@ on a machine without one (tests/tracks/test_serving.py), so these tests are the 
   faster than ``torch.compile``'s kernel (the FP8 GEMM's goal, 70% of ``torch._scaled_mm``, is recorded, not asserted:
   its mma.sync reference cannot reach it on sm_90, where fp8 runs at full rate through wgmma only);
 - every known-wrong solution ends in a status of its ``status:`` line with its ``expect:`` points;
-- nbgrader's grading of the notebook: the reference (every correctness point; full marks once the targets are
-  measured), the untouched stub (0, an error in each graded cell) and the known-wrong solutions (their ``expect:``
+- nbgrader's grading of the notebook: the reference (every prefill-against-decode answer and every correctness
+  point; full marks once the targets are measured), the untouched stub (0, an error in each graded cell) and the known-wrong solutions (their ``expect:``
   points), recorded in ``benchmarks/results/serving/serving-nbgrader-gpu-<date-time>.json``.
 """
 import os
@@ -180,9 +180,10 @@ def graded(tmp_path_factory):
             folder="serving")
 
 
-def test_nbgrader_gives_the_reference_every_correctness_point(graded):
+def test_nbgrader_gives_the_reference_every_answer_and_every_correctness_point(graded):
     from workshop.submissions import cuda_answers
     scores = graded.grade("reference", cuda_answers("serving"))
+    assert all(scores[f"{q.id}_score"] == q.points for q in SERVING.QUESTIONS), scores
     for kid, kernel in SPEC.kernels.items():
         assert scores[f"{kid}_score"] >= kernel.points_correct, (kid, scores[f"{kid}_score"])
         if SPEC.targets == "measured":

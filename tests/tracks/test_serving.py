@@ -18,6 +18,8 @@ from graders.cuda_engine.child import verdict
 from graders.cuda_engine.compile import compile_cuda
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
+from graders.quiz_engine.grade import answer_key, is_right, right_answer
+from graders.quiz_engine.questions import Choice, Numeric, numbers
 
 TRACK = tracks.get("serving")
 SPEC = load_spec("serving")
@@ -326,3 +328,42 @@ def test_the_cpu_preview_finds_every_known_wrong_solution_wrong(previews):
     assert "pairs too far from the fp32 reference" in previews["page_boundary"].line
     assert "values of y wrong" in previews["nibbles_swapped"].line
     assert "values outside the fp32-accumulation tolerance" in previews["scale_twice"].line
+
+
+# ---- prefill against decode: the questions and their key -----------------------------------------------------------
+
+def test_every_choice_has_its_answer_among_its_options_and_every_question_a_key():
+    questions = SERVING.QUESTIONS
+    key = answer_key("serving")
+    assert sorted(key) == sorted(q.id for q in questions) and len(questions) == 7
+    assert all(key[q.id] in q.options for q in questions if isinstance(q, Choice))
+
+
+@pytest.mark.parametrize("student", ["reference", "s1", "s2", "s3"])
+def test_the_numeric_answers_are_the_layers_roofline(student):
+    """Recomputed here from each student's numbers: T = 1 about 1 FLOP/byte, T = 4096 over a thousand; at the
+    crossover the intensity is the ridge point; each floor the larger of the bytes' and the FLOPs' time."""
+    found = {q.id: (numbers("serving", q, student), right_answer("serving", q, student))
+             for q in SERVING.QUESTIONS if isinstance(q, Numeric)}
+
+    def intensity(t, g):
+        return 2 * t * g["n"] * g["k"] / (2 * (g["n"] * g["k"] + t * g["k"] + t * g["n"]))
+
+    g, answer = found["decode_intensity"]
+    assert 0.99 < answer < 1 and answer == pytest.approx(intensity(1, g), rel=1e-12)
+    g, answer = found["prefill_intensity"]
+    assert answer > 1000 and answer == pytest.approx(intensity(4096, g), rel=1e-12)
+    g, answer = found["crossover_tokens"]
+    assert intensity(answer, g) == pytest.approx(g["p"] / g["b"], rel=1e-9) and answer < 4096
+    for qid, t, bound in (("decode_floor", 1, "bytes"), ("prefill_floor", 4096, "flops")):
+        g, answer = found[qid]
+        by_bytes = 2 * (g["n"] * g["k"] + t * g["k"] + t * g["n"]) / (g["b"] * 1e12) * 1e6
+        by_flops = 2 * t * g["n"] * g["k"] / (g["p"] * 1e12) * 1e6
+        assert answer == pytest.approx(max(by_bytes, by_flops), rel=1e-12)
+        assert (by_bytes > by_flops) == (bound == "bytes")
+
+
+def test_the_tolerance_takes_a_rounded_answer_and_refuses_an_intensity_off_by_the_bytes_per_value():
+    q = next(q for q in SERVING.QUESTIONS if q.id == "prefill_intensity")
+    right = right_answer("serving", q, "reference")
+    assert is_right(q, round(right, 1), right) and not is_right(q, right / 2, right)   # fp32's 4 bytes, not bf16's 2

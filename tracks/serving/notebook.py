@@ -4,7 +4,9 @@ An introduction, the set-up cell, then per kernel in spec order: a markdown stat
 reference does and its hypothesis from the reference's leading comment, the kind's data and signature the first time
 the kind appears, launch, sizes, speed and points), the solution cell (``<id>_src``: the reference with its kernel
 body between nbgrader's solution markers), a read-only ``<id>_check`` cell (compiles; the CPU preview) and the
-hidden ``<id>_score`` cell.
+hidden ``<id>_score`` cell. Then prefill against decode: how to measure it, and the questions (problem.py's
+``QUESTIONS``, key.py), each a statement, a numeric question's cell of the student's numbers, a solution cell and a
+graded cell whose hidden test is `graders.quiz_engine.grade.grade_answer`.
 """
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from graders import notebook as nb
 from graders import tracks
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
+from graders.quiz_engine.grade import right_answer
+from graders.quiz_engine.notebook import answer_literal, form
+from graders.quiz_engine.questions import REFERENCE_STUDENT, Numeric, Question
 
 TRACK = "serving"
 TITLES = {"rmsnorm": "RMSNorm fused with the residual add", "swiglu": "SwiGLU fused",
@@ -47,6 +52,33 @@ ratio, full at the target, linear between. A kernel that is wrong, writes outsid
 scores 0 for that kernel.
 
 """ + nb.CUDA_CHECK_CELL
+
+PREFILL_DECODE = """## Prefill against decode: one layer, two regimes
+
+The same linear layer, `y = x @ W^T` with W N x K in bf16, runs in both phases of serving: **prefill** pushes a
+prompt's T tokens through it at once (T in the thousands: a GEMM), **decode** one new token a sequence (T = 1, or the
+batch size: a GEMV). Its FLOPs grow with T (2 T N K) while its bytes hardly do (W's 2 N K dominate until T is in the
+thousands), so its arithmetic intensity is about T FLOP per byte: decode sits far left of any GPU's ridge point and is
+bound by the weights' bytes, prefill far right and bound by the tensor cores. Measure it on a GPU of your own, for
+your layer (its K and N below):
+
+```python
+import torch
+K, N = 4096, 14336                       # your layer's
+w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+for t in (1, 16, 256, 4096):
+    x = torch.randn(t, K, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3): x @ w.T
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record(); [x @ w.T for _ in range(20)]; end.record(); end.synchronize()
+    s = start.elapsed_time(end) / 20 / 1e3
+    print(f"T={t:5}: {s * 1e6:8.1f} us, {2 * t * N * K / s / 1e12:7.1f} TFLOP/s, {2 * N * K / s / 1e12:5.2f} TB/s of W")
+```
+
+The time hardly moves from T = 1 to T = 16 (the weights' bytes bound it), then grows with T once the layer crosses
+the ridge point. The questions below ask for the numbers that say so, for your own layer and GPU: each is a literal
+in its cell, graded against the key (numeric answers within the tolerance stated).
+"""
 
 # what each kind computes and takes, said once, before its first step
 KINDS = {
@@ -122,13 +154,33 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, first: bool) ->
     return "\n".join(lines)
 
 
+def _question(q: Question) -> list[nbformat.NotebookNode]:
+    """A question's statement, the cell that prints a numeric question's numbers, its solution cell (``<id> = None``;
+    the reference's answer between the solution markers, between two string statements, so that the release's C++
+    stub comment leaves the cell valid Python) and its graded cell."""
+    options = "".join(f"\n- **{k}**: {option}" for k, option in getattr(q, "options", {}).items())
+    answer = answer_literal(right_answer(TRACK, q, REFERENCE_STUDENT))
+    plural = "" if q.points == 1 else "s"
+    cells = [nb.markdown(f"**{q.id}** ({q.points:g} point{plural}). {q.text}\n{options}\n\n*Answer: {form(q)}.*")]
+    if isinstance(q, Numeric):
+        cells.append(nb.locked(f"show_numbers({TRACK!r}, {q.id!r})", f"{q.id}_numbers"))
+    return cells + [
+        nb.solution(f'{q.id} = None\n"""\n### BEGIN SOLUTION\n"""\n{q.id} = {answer}\n"""\n### END SOLUTION\n"""', q.id),
+        nb.graded_test(f"check_answer({TRACK!r}, {q.id!r}, {q.id})", f"grade_answer({TRACK!r}, {q.id!r}, {q.id})",
+                       f"{q.id}_score", q.points, "your answer, against the key")]
+
+
 def build() -> nbformat.NotebookNode:
     spec = load_spec(TRACK)
     cells = [nb.markdown(INTRO),
-             nb.locked("from graders.cuda_engine.grade import assert_compiles, check, score", "setup")]
+             nb.locked("from graders.cuda_engine.grade import assert_compiles, check, score\n"
+                       "from graders.quiz_engine.grade import check_answer, grade_answer, show_numbers", "setup")]
     seen: set[str] = set()
     for n, kernel in enumerate(spec.kernels.values(), start=1):
         cells.append(nb.markdown(_statement(n, kernel, spec, kernel.kind not in seen)))
         seen.add(kernel.kind)
         cells += nb.cuda_kernel_cells(TRACK, kernel)
+    cells.append(nb.markdown(PREFILL_DECODE))
+    for q in tracks.get(TRACK).problem_module().QUESTIONS:
+        cells += _question(q)
     return nb.notebook(cells, nb.CUDA_LANGUAGE)

@@ -64,6 +64,9 @@ ceil(N / TILE_X) x ceil(M / TILE_Y) blocks. Correct: that kind's tolerance on th
 |scale_a scale_b| (4 K 2^-24 + 4 2^-24) (|A| @ |B|): the scales' two fp32 multiplies add at most 2 units; the relative
 Frobenius error under 1e-4); a scale applied twice is off by a factor of 2 to 20. On the tensor cores (SASS), timed
 against ``torch._scaled_mm`` with the same scales (cuBLASLt), work in FLOPs, no roof.
+
+``QUESTIONS`` (prefill against decode for one linear layer, each student's own layer and GPU; graded as a quiz's
+literals against ``key.py``) are built on first use (`__getattr__`).
 """
 from __future__ import annotations
 
@@ -493,3 +496,64 @@ FP8_SCALED_GEMM = Problem(
 )
 
 PROBLEMS = [RMSNORM_RESIDUAL, SWIGLU, PAGED_DECODE, W4A16_GEMV, FP8_SCALED_GEMM]
+
+
+# ---- prefill vs decode: questions graded against key.py ------------------------------------------------------
+
+# one linear layer y = x @ W^T, W N x K in bf16, x T x K: (K, N) of served models' projections
+LAYERS = [(4096, 14336), (4096, 4096), (8192, 28672), (5120, 13824)]
+# (bf16 dense tensor-core TFLOP/s, HBM TB/s) from datasheets: H100 SXM, H200, B200
+GPUS = [(989.0, 3.35), (989.0, 4.8), (2250.0, 8.0)]
+
+
+def _layer(r) -> dict:
+    k, n = r.choice(LAYERS)
+    return {"k": k, "n": n}
+
+
+def _layer_gpu(r) -> dict:
+    p, b = r.choice(GPUS)
+    return _layer(r) | {"p": p, "b": b}
+
+
+def _questions() -> list:
+    from graders.quiz_engine.questions import Choice, Numeric
+    layer = ("y = x @ W^T with W an N x K bf16 weight matrix and x T x K bf16 tokens, y T x N bf16; FLOPs 2 T N K; "
+             "bytes: W, x read once and y written once")
+    return [
+        Numeric("decode_intensity", f"Decode: one token (T = 1) through {layer}. Its arithmetic intensity.",
+                _layer, given="K = {k}, N = {n}", unit="FLOP/byte", rel_tol=0.02),
+        Numeric("prefill_intensity", f"Prefill: a prompt of T = 4096 tokens through the same layer, {layer}. Its "
+                "arithmetic intensity.", _layer, given="K = {k}, N = {n}", unit="FLOP/byte", rel_tol=0.02),
+        Numeric("crossover_tokens", f"{layer}, on a GPU of peak P TFLOP/s (bf16, tensor cores) and bandwidth B "
+                "TB/s. The number of tokens T at which the layer's arithmetic intensity reaches the GPU's ridge point "
+                "(below it the layer is memory-bound, above it compute-bound); a real number, not rounded.",
+                _layer_gpu, given="K = {k}, N = {n}, P = {p:g} TFLOP/s, B = {b:g} TB/s", unit="tokens", rel_tol=0.02),
+        Numeric("decode_floor", f"{layer}. The least time of one decode token (T = 1) on that GPU: the larger of "
+                "its bytes at B and its FLOPs at P.", _layer_gpu,
+                given="K = {k}, N = {n}, P = {p:g} TFLOP/s, B = {b:g} TB/s", unit="µs", rel_tol=0.03),
+        Numeric("prefill_floor", f"{layer}. The least time of a 4096-token prefill (T = 4096) on that GPU: the larger "
+                "of its bytes at B and its FLOPs at P.", _layer_gpu,
+                given="K = {k}, N = {n}, P = {p:g} TFLOP/s, B = {b:g} TB/s", unit="µs", rel_tol=0.03),
+        Choice("batching", "A server decodes 16 sequences at once instead of one, through the same layer. On an H200, "
+               "what happens to the layer's time per decode step?", {
+                   "a": "about 16 times longer: 16 times the FLOPs",
+                   "b": "about the same: the weights are read once for all 16 tokens, and 16 tokens are still far "
+                        "below the ridge point, so the bytes of W still bound it",
+                   "c": "about 4 times longer: the square root of the batch",
+                   "d": "shorter: a batch of 16 fills the tensor cores"}),
+        Choice("decode_lever", "For decode at batch 1, which change makes this layer faster on the same GPU?", {
+            "a": "a faster tensor-core instruction (fp8 wgmma instead of bf16)",
+            "b": "more threads per block",
+            "c": "fewer bytes per weight: int4 weights (W4A16) read a quarter of bf16's bytes",
+            "d": "a larger tile of W per block, for more reuse of each weight"}),
+    ]
+
+
+def __getattr__(name: str):
+    """``QUESTIONS``, built on first use, so that the grading children, which import this module for its kinds,
+    never import the quiz engine."""
+    if name == "QUESTIONS":
+        globals()["QUESTIONS"] = found = _questions()
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
