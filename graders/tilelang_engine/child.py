@@ -103,16 +103,16 @@ class TileLangLaunch(TritonLaunch):
     outputs and failures as statuses, with the kernel compiled by TileLang and launched as ``kernel(out,
     *inputs)``. Mixed in before the bench class."""
 
-    arch: str = CPU_ARCH
+    target_arch: str = CPU_ARCH   # not `Harness.arch`: that one is NVRTC's
 
     def load(self, source: str, function: str) -> dict:
         import tilelang
         prim = build(source, function)
         try:
-            self.kernel = tilelang.compile(prim, target={"kind": "cuda", "arch": self.arch})
+            self.kernel = tilelang.compile(prim, target={"kind": "cuda", "arch": self.target_arch})
         except Exception as exc:
             raise _error("TileLang did not compile your kernel", exc) from None
-        return summary(self.kernel.get_kernel_source(), self.arch)
+        return summary(self.kernel.get_kernel_source(), self.target_arch)
 
     def launch(self, out, inputs: list, shape: Shape) -> None:
         try:
@@ -131,7 +131,7 @@ class TileLangHarness(TileLangLaunch, Harness):
     def __init__(self, problem: Problem, memory_fraction: float, seed: int):
         super().__init__(problem, Geometry((1, 1), (1, 1)), memory_fraction, seed)
         major, minor = self.torch.cuda.get_device_capability()
-        self.arch = f"sm_{major}{minor}{'a' if major >= 9 else ''}"
+        self.target_arch = f"sm_{major}{minor}{'a' if major >= 9 else ''}"
 
 
 def handle(request: dict) -> dict:

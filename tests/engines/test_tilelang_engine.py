@@ -60,11 +60,12 @@ def host():
 @pytest.fixture(scope="module")
 def tilelang():
     """tilelang imported, os.environ as it was before (its import sets PYTHONPATH and TVM's paths there, which
-    later tests' children would inherit)."""
+    later tests' children would inherit), its kernel cache off (each compile here is a real one)."""
     saved = dict(os.environ)
     import tilelang
     os.environ.clear()
     os.environ.update(saved)
+    tilelang.disable_cache()
     return tilelang
 
 
@@ -267,6 +268,20 @@ def test_each_known_wrong_solution_compiles_unless_its_status_says_it_does_not(c
         assert found["status"] == Status.COMPILE_ERROR and "T.gemm K shape check failed" in found["message"]
     else:
         assert found["status"] == Status.OK, found["message"]
+
+
+def test_the_bench_loads_a_kernel_compiled_by_tilelang_and_nvcc(tilelang):
+    """What the GPU child's `load` does, here where a CUDA toolkit is (the cubin needs nvcc, not a GPU); a kernel
+    TileLang refuses is a `CompileError` with its reason."""
+    if not tilelang.env.CUDA_HOME:
+        pytest.skip("no CUDA toolkit (nvcc) on this machine")
+    bench = StandIn("row_softmax", None)
+    found = bench.load(_kernel(SPEC.kernel("softmax").reference).source, "softmax")
+    assert found["arch"] == child.CPU_ARCH and found["cuda_lines"] > 50 and callable(bench.kernel)
+    assert "expf" in bench.kernel.get_kernel_source()
+    with pytest.raises(CompileError, match="T.gemm K shape check failed"):
+        StandIn("matmul_fp16", None).load(_kernel(TRACK.solutions / "wrong" / "compile_error.py").source,
+                                          "matmul_fp16")
 
 
 @pytest.fixture
