@@ -37,14 +37,14 @@ from dataclasses import dataclass
 BUILTINS = frozenset({"range", "min", "max", "float", "int"})
 # tilelang.language's names a kernel may use: kernel launch and sizes, memory, loops, tile operators, math, dtypes
 DSL = frozenset({
-    "Kernel", "Tensor", "dynamic", "symbolic",
+    "Kernel", "Tensor", "Buffer", "dynamic", "symbolic",
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
-    "Pipelined", "Parallel", "serial", "unroll",
-    "copy", "gemm", "clear", "fill", "reduce_max", "reduce_sum", "reduce_min", "reduce_absmax",
+    "Pipelined", "Parallel", "serial", "unroll", "vectorized",
+    "copy", "gemm", "clear", "fill", "reduce_max", "reduce_sum", "reduce_min", "reduce_absmax", "cumsum",
     "use_swizzle", "sync_threads", "atomic_add",
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "max", "min", "tanh", "sigmoid", "ceildiv",
-    "if_then_else", "cast", "infinity", "max_value", "min_value",
-    "float16", "float32", "bfloat16", "int32",
+    "exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "abs", "max", "min", "tanh", "sigmoid", "erf", "floor",
+    "ceil", "round", "clamp", "ceildiv", "if_then_else", "cast", "infinity", "max_value", "min_value",
+    "float16", "float32", "float64", "bfloat16", "int8", "int32", "int64", "uint8", "bool",
 })
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.If, ast.Expr, ast.Pass)
 _NOT_DSL = (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp, ast.DictComp,
