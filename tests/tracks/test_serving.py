@@ -15,7 +15,7 @@ from previews import HAVE_GXX, Job, run_all
 from graders import tracks
 from graders.cuda_engine import sass
 from graders.cuda_engine.child import verdict
-from graders.cuda_engine.compile import compile_cuda
+from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from graders.quiz_engine.grade import answer_key, is_right, right_answer
@@ -301,10 +301,16 @@ def test_compiles_without_spills(name):
 
 
 def test_known_wrong_solutions_name_their_steps_and_zero_points():
-    assert {name: tracks.graded_kernel(path) for name, path in WRONG.items()} == BUGS
+    steps = BUGS | {"compile_error": "swiglu"}
+    assert {name: tracks.graded_kernel(path) for name, path in WRONG.items()} == steps
     for name, path in WRONG.items():
-        assert tracks.expected_points(path)[f"{BUGS[name]}_score"].matches(0.0)
-        assert tracks.expected_statuses(path) == ("incorrect",)
+        assert tracks.expected_points(path)[f"{steps[name]}_score"].matches(0.0)
+        assert tracks.expected_statuses(path) == (("compile_error",) if name == "compile_error" else ("incorrect",))
+
+
+def test_cuda_bf16_h_is_not_in_nvrtc():
+    with pytest.raises(CompileError, match='identifier "__nv_bfloat16" is undefined'):
+        compiled("swiglu", WRONG["compile_error"].read_text())
 
 
 @pytest.fixture(scope="module")
