@@ -75,8 +75,8 @@ for t in (1, 16, 256, 4096):
     print(f"T={t:5}: {s * 1e6:8.1f} us, {2 * t * N * K / s / 1e12:7.1f} TFLOP/s, {2 * N * K / s / 1e12:5.2f} TB/s of W")
 ```
 
-The time hardly moves from T = 1 to T = 16 (the weights' bytes bound it), then grows with T once the layer crosses
-the ridge point. The questions below ask for the numbers that say so, for your own layer and GPU: each is a literal
+Expect the time to hardly move from T = 1 to T = 16 (the weights' bytes bound it), then to grow with T once the
+layer crosses the ridge point. The questions below ask for the numbers that say so, for your own layer and GPU: each is a literal
 in its cell, graded against the key (numeric answers within the tolerance stated).
 """
 
