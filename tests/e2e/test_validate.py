@@ -3,7 +3,8 @@ it fails on the untouched stub and on a notebook with one wrong kernel, naming t
 reference. Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
 one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
 races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there the wrong
-kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang refuses. A quiz's graded cells check only an answer's form (the key stays with the
+kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang refuses; a model
+track's check runs each ModelNew on the CPU, so there it is one whose output is wrong (`MODEL_WRONG`). A quiz's graded cells check only an answer's form (the key stays with the
 grader), so there the wrong answer is an option its question does not have; one quiz runs here, every quiz's checks
 in tests/engines/test_quiz_engine.py. The released CUDA stubs compile, and their check cells say so in one
 line each."""
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.slow
 QUIZ = "quiz_l1"   # the quizzes share one notebook builder and check: every quiz's checks run in-process
 TRACKS = [t for t in tracks.all_tracks() if t.engine != "quiz" or t.name == QUIZ]   # (test_quiz_engine.py)
 FAILED = re.compile(r"VALIDATION FAILED ON (\d+) CELL\(S\)")
+MODEL_WRONG = {"kernelbench": "relu_returns_input.py", "capstone": "attention_no_causal_mask.py"}
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,10 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     if track.engine == "tilelang":   # without a GPU the check compiles: a kernel TileLang refuses
         path = track.solutions / "wrong" / "compile_error.py"
         return submissions.cuda_answers(track.name) | {"matmul_fp16": path.read_text()}, "matmul_fp16"
+    if track.engine == "model":   # the check runs the model on the CPU: an output that is its own input, or no mask
+        path = track.solutions / "wrong" / MODEL_WRONG[track.name]
+        return submissions.cuda_answers(track.name) | {tracks.graded_kernel(path): path.read_text()}, \
+            tracks.graded_kernel(path)
     path = track.solutions / "wrong" / "compile_error.cu"
     kernel = tracks.graded_kernel(path)
     return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel

@@ -116,8 +116,16 @@ def test_reference_sass_shows_what_its_step_teaches(references, kernel_id):
     assert (sass.opcode_count(text, "LDG") > 0) == (kernel_id == "wgmma")   # TMA steps load nothing themselves
 
 
+def test_the_compile_error_is_nvrtcs_with_its_line():
+    """A kernel typed as host code types it (__nv_bfloat16): NVRTC has no <cuda_bf16.h>."""
+    path = WRONG["compile_error.cu"]
+    assert tracks.expected_statuses(path) == ("compile_error",)
+    with pytest.raises(CompileError, match=r'line \d+: error: identifier "__nv_bfloat16" is undefined'):
+        compiled_as(tracks.graded_kernel(path), path.read_text())
+
+
 @needs_sass_tools
-@pytest.mark.parametrize("name", sorted(WRONG))
+@pytest.mark.parametrize("name", sorted(n for n in WRONG if n != "compile_error.cu"))
 def test_known_wrong_solution_compiles_with_the_sass_its_expectation_rests_on(name):
     """An ``unmet`` one is correct but misses exactly the SASS its step asks for (HMMA instead of HGMMA; its own
     loads instead of TMA and mbarriers); the others have the step's SASS and fail when run."""
