@@ -1,7 +1,7 @@
 """The serving track without a GPU: its spec, each kind's reference against an independent computation, each
 tolerance against an fp32 emulation of a right kernel and of each known bug, the inputs' layout (pages, block table,
 NaN fences, packed int4), the baselines on CPU tensors, every reference and known-wrong solution compiled (sm_90, no
-spills; the FP8 GEMM's SASS on the tensor cores), and the CPU preview (every reference right, every known-wrong one
+spills; 16-byte loads in the memory-bound references' SASS, the FP8 GEMM's on the tensor cores), and the CPU preview (every reference right, every known-wrong one
 wrong). Speed and grading through nbgrader need the GPU: tests/gpu/test_serving_gpu.py."""
 from __future__ import annotations
 
@@ -265,6 +265,15 @@ def test_fp8_tolerance_passes_fp32_and_fails_a_scale_twice_or_missing(shape):
     assert verdict(kind, baseline, expected) == ""
     for wrong in (product * (sa * sb * sa), product):
         assert "values outside the fp32-accumulation tolerance" in verdict(kind, wrong, expected)
+
+
+@needs_sass_tools
+@pytest.mark.parametrize("kernel_id", ["rmsnorm", "swiglu", "paged_decode", "w4a16_b1"])
+def test_memory_bound_references_load_16_bytes_at_a_time_without_local_memory(kernel_id):
+    kernel = SPEC.kernel(kernel_id)
+    cubin = compiled(kernel_id, kernel.reference.read_text()).cubin
+    failures, _ = sass.check(cubin, kernel.function, (*problem(kernel.kind).sass_requirements, "ldg128", "no_local"))
+    assert failures == []
 
 
 @needs_sass_tools
