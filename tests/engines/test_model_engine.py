@@ -178,22 +178,24 @@ import triton.language as tl
 
 @triton.jit
 def relu_kernel(out_ptr, x_ptr, n, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    x = tl.load(x_ptr + offsets, mask=offsets < n)
-    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=offsets < n)
+    for start in range(0, n, BLOCK_SIZE):   # one program, a loop bounded by an argument
+        offsets = start + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(x_ptr + offsets, mask=offsets < n)
+        tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=offsets < n)
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
         out = torch.empty_like(x)
-        relu_kernel[(triton.cdiv(x.numel(), 256),)](out, x, x.numel(), BLOCK_SIZE=256)
+        relu_kernel[(1,)](out, x, x.numel(), BLOCK_SIZE=256)
         return out
 '''
 
 
 def test_the_check_cell_runs_a_triton_kernel_in_the_interpreter_without_a_gpu(capsys):
     """No GPU here: the check runs the model on the CPU, its Triton kernel in Triton's interpreter (this ModelNew
-    has no PyTorch path), and says ✓; a wrong one ✗ with the first wrong value; the release's stub ✗."""
+    has no PyTorch path; its loop's bound is an argument, which the interpreter fails on under numpy 2.4), and says
+    ✓; a wrong one ✗ with the first wrong value; the release's stub ✗."""
     assert checked("kernelbench", "relu", ModelSource(TRITON_ONLY_RELU))[0] == "✓"
     wrong = TRITON_ONLY_RELU.replace("tl.maximum(x, 0.0)", "x")
     mark, line = checked("kernelbench", "relu", ModelSource(wrong))
