@@ -101,6 +101,12 @@ def _stored(nodes: list[ast.AST]) -> set[str]:
     return {n.id for part in nodes for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+def _annotations(fn: ast.FunctionDef) -> list[ast.expr]:
+    """``fn``'s parameter and return annotations: Python evaluates them when ``fn`` is defined."""
+    args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, *filter(None, [fn.args.vararg, fn.args.kwarg])]
+    return [*filter(None, [a.annotation for a in args]), *filter(None, [fn.returns])]
+
+
 def _form_problems(fn: ast.FunctionDef) -> list[str]:
     """What in the builder's shape is not the module docstring's form."""
     problems = []
@@ -138,9 +144,9 @@ def kernel_problems(fn: ast.FunctionDef) -> list[str]:
         for stmt in prim.body:
             problems += [f"line {n.lineno}: {type(n).__name__} is not TileLang kernel code"
                          for n in ast.walk(stmt) if isinstance(n, ast.stmt) and not isinstance(n, _STATEMENTS)]
-    parts = [*fn.args.defaults, *(s for s in fn.body if not _is_prim_func(s))]
+    parts = [*fn.args.defaults, *_annotations(fn), *(s for s in fn.body if not _is_prim_func(s))]
     for prim in prims:
-        parts += [*(a.annotation for a in prim.args.args if a.annotation), *prim.body]
+        parts += [*_annotations(prim), *prim.body]
     nodes = [n for part in parts for n in ast.walk(part)]
     chained = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
     for node in nodes:

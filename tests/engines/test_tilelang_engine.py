@@ -96,6 +96,9 @@ BODY = "        with T.Kernel(n, threads=128) as bx:\n"
     (_builder(BODY + "            out[bx] = 1.0", "block=__import__('os')"),
      "line 2: a default value of k must be a literal"),
     (_builder(BODY + "            out[bx] = 1.0", "block"), "line 2: every parameter of k is a plain one with a default"),
+    (_builder(BODY + "            out[bx] = 1.0", "block: open('x') = 1"), "line 2: k uses open"),
+    (_builder(BODY + "            out[bx] = 1.0").replace('"float32")):', '"float32")) -> print(1):'),
+     "line 6: k uses print"),
     (_builder(BODY + "            open('/etc/passwd')"), "line 8: k uses open; a kernel may use its parameters"),
     (_builder(BODY + "            getattr(out, 'data')"), "line 8: k uses getattr"),
     (_builder(BODY + "            out.data"), "line 8: k uses out.data; the attributes a kernel uses are T.<name>"),
@@ -116,7 +119,7 @@ BODY = "        with T.Kernel(n, threads=128) as bx:\n"
      "line 3: k's body holds assignments, its @T.prim_func and its return, not For"),
     (_builder(BODY + "            out[bx] = 1.0").replace("    @T.prim_func\n", "    @T.prim_func\n    @print\n"),
      "k defines exactly one @T.prim_func, not 0"),
-], ids=["default", "no-default", "builtin", "getattr", "attribute", "call-extern", "import-source", "T-alias",
+], ids=["default", "no-default", "annotation", "return-annotation", "builtin", "getattr", "attribute", "call-extern", "import-source", "T-alias",
         "T-store", "underscore", "lambda", "import", "while", "double-star", "comprehension", "return", "for", "decorator"])
 def test_a_kernel_that_would_run_host_python_is_refused_when_read(cell, words):
     """TileLang runs the builder and its parse of the prim_func as Python: only the DSL is read."""
