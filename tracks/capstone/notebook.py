@@ -1,18 +1,11 @@
-"""The capstone's nbgrader source notebook, built from its spec, problem.py and reference solutions as the
-kernelbench track's is (tracks/kernelbench/notebook.py: each problem's solution cell from its reference by that
-notebook's ``solution_source``, its check cell and its graded cell), with the capstone's introduction and
-statements: the leaderboard each problem's best kernels are ranked on (`gradebook.leaderboard`)."""
+"""The capstone's nbgrader source notebook: its introduction (the leaderboard each problem's best kernels are ranked
+on, `gradebook.leaderboard`) and titles; the cells are the model engine's (`graders.model_engine.notebook`, as for
+the kernelbench track)."""
 from __future__ import annotations
-
-import importlib.util
 
 import nbformat
 
-from graders import notebook as nb
-from graders import tracks
-from graders.model_engine.grade import CHECK_TRIALS
-from graders.model_engine.source import MAX_SOURCE_CHARS
-from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
+from graders.model_engine import notebook
 
 TRACK = "capstone"
 TITLES = {"attention_block": "A transformer's causal self-attention (prefill)",
@@ -55,60 +48,6 @@ comes from your TA) marks your rows and, where your submission is not ranked, sa
   `nbgrader validate`. The check is not the grade: correctness at the problem's sizes and speed are judged on
   the GPU worker."""
 
-SETUP = """import math
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import triton
-import triton.language as tl
-
-from graders.model_engine.grade import assert_runs, check, score_model"""
-
-
-def _kernelbench_notebook():
-    """tracks/kernelbench/notebook.py, whose ``solution_source`` makes a reference into its problem's cell."""
-    path = tracks.get("kernelbench").folder / "notebook.py"
-    spec = importlib.util.spec_from_file_location("tracks.kernelbench.notebook_for_capstone", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _statement(number: int, spec: ModelSpec, problem: ModelProblem) -> str:
-    sizes = ", ".join(f"`{name}` = {value:,}" for name, value in problem.sizes.items())
-    small = ", ".join(f"`{name}` = {value:,}" for name, value in problem.cpu_sizes.items())
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
-    model = tracks.get(TRACK).problem_module().SOURCES[problem.id].strip("\n")
-    return "\n".join([
-        f"## {number}. {TITLES[problem.id]}", "",
-        "The reference:", "", "```python", model, "```", "",
-        f"* **Graded at:** {sizes} (the module's globals are set to these before `get_inputs()` runs); the check "
-        f"cell's sizes: {small}.",
-        f"* **Tolerance:** `atol` = {problem.atol:g}, `rtol` = {problem.rtol:g}.",
-        f"* **Points:** {spec.points_correct:g} for a correct `ModelNew`, up to {spec.points_perf:g} more by its "
-        f"speed-up over `torch.compile(Model)`: none below {problem.floor:g}x, all at {problem.target:g}x"
-        f"{provisional}.",
-    ])
-
-
-def _cells(spec: ModelSpec, problem: ModelProblem, solution_source) -> list[nbformat.NotebookNode]:
-    args = f"{TRACK!r}, {problem.id!r}, ModelNew"
-    source = solution_source(problem.reference.read_text())
-    assert len(source) < MAX_SOURCE_CHARS, problem.id
-    return [nb.solution(source, problem.id),
-            nb.check_cell(f"check({args})", f"{problem.id}_check", problem.id),
-            nb.graded_test(f"assert_runs({args})", f"score_model({args})", f"{problem.id}_score",
-                           spec.max_points, "correctness and speed-up, on the GPU worker")]
-
 
 def build() -> nbformat.NotebookNode:
-    spec = load_model_spec(TRACK)
-    solution_source = _kernelbench_notebook().solution_source
-    cells = [nb.markdown(INTRO.format(count=len(spec.problems), trials=spec.trials, runs=spec.timed_runs,
-                                      correct=spec.points_correct, perf=spec.points_perf, check_trials=CHECK_TRIALS)),
-             nb.locked(SETUP, "setup")]
-    for number, problem in enumerate(spec.problems.values(), start=1):
-        cells.append(nb.markdown(_statement(number, spec, problem)))
-        cells += _cells(spec, problem, solution_source)
-    return nb.notebook(cells, language=nb.MODEL_LANGUAGE)
+    return notebook.build(TRACK, INTRO, TITLES, lambda problem: "The reference")
