@@ -15,8 +15,9 @@ on a machine without one (tests/tracks/test_serving.py), so these tests are the 
   its mma.sync reference cannot reach it on sm_90, where fp8 runs at full rate through wgmma only);
 - every known-wrong solution ends in a status of its ``status:`` line with its ``expect:`` points;
 - nbgrader's grading of the notebook: the reference (every prefill-against-decode answer and every correctness
-  point; full marks once the targets are measured), the untouched stub (0, an error in each graded cell) and the known-wrong solutions (their ``expect:``
-  points), recorded in ``benchmarks/results/serving/serving-nbgrader-gpu-<date-time>.json``.
+  point; full marks once the targets are measured), the untouched stub (0, an error in each graded cell) and the
+  known-wrong solutions (their ``expect:`` points), recorded in
+  ``benchmarks/results/serving/serving-nbgrader-gpu-<date-time>.json``.
 """
 import os
 

@@ -1,8 +1,9 @@
 """The serving track without a GPU: its spec, each kind's reference against an independent computation, each
 tolerance against an fp32 emulation of a right kernel and of each known bug, the inputs' layout (pages, block table,
 NaN fences, packed int4), the baselines on CPU tensors, every reference and known-wrong solution compiled (sm_90, no
-spills; 16-byte loads in the memory-bound references' SASS, the FP8 GEMM's on the tensor cores), and the CPU preview (every reference right, every known-wrong one
-wrong). Speed and grading through nbgrader need the GPU: tests/gpu/test_serving_gpu.py."""
+spills; 16-byte loads in the memory-bound references' SASS, the FP8 GEMM's on the tensor cores), the CPU preview
+(every reference right, every known-wrong one wrong) and the prefill-against-decode key. Speed and grading through
+nbgrader need the GPU: tests/gpu/test_serving_gpu.py."""
 from __future__ import annotations
 
 import math
@@ -97,7 +98,8 @@ def test_an_unwritten_word_fails_as_never_written_and_a_nan_half_as_nan():
     out = _rmsnorm_fp32(*ins)
     out[1, 2, 7] = float("nan")   # the grader's poison: the word's high half a bf16 NaN, its low half 0
     message = verdict(problem("rmsnorm_residual"), out, expected)
-    assert message.startswith("1 of 3000 output words (two bf16 values each) never written") and "out[1, 2, 14]" in message
+    assert message.startswith("1 of 3000 output words (two bf16 values each) never written")
+    assert "out[1, 2, 14]" in message
     out = _rmsnorm_fp32(*ins)
     out.view(torch.bfloat16)[0, 0, 3] = float("nan")   # one bf16 NaN, its neighbour right
     message = verdict(problem("rmsnorm_residual"), out, expected)
@@ -226,7 +228,8 @@ def test_w4a16_tolerance_passes_fp32_and_fails_swapped_nibbles(shape):
     assert verdict(kind, x.float() @ weights.T, expected) == ""
     swapped = ((w >> 4) | (w << 4)).to(torch.uint8)
     wrong = x.float() @ SERVING.dequantise_int4(swapped, scales).float().T
-    count, total = (int(v) for v in re.match(r"(\d+) of (\d+) values of y wrong", verdict(kind, wrong, expected)).groups())
+    found = re.match(r"(\d+) of (\d+) values of y wrong", verdict(kind, wrong, expected))
+    count, total = (int(v) for v in found.groups())
     assert total == shape[0] * shape[1] and count > 0.99 * total
 
 

@@ -47,7 +47,8 @@ it cannot call torch or any host code.
 reference of the same inputs, before and after timing; outputs are NaN before every run and fenced by guard bands,
 inputs fenced by NaN. **Speed** is the ratio of the step's baseline time to your kernel's at its timed shape, both
 measured in the same process on the grading GPU; the feedback also gives your kernel's throughput (for the
-memory-bound steps, bytes per second against the GPU's memory bandwidth: their roofline). Points: 1 for a correct kernel, the rest for speed, none below the floor
+memory-bound steps, bytes per second against the GPU's memory bandwidth: their roofline). Points: 1 for a correct
+kernel, the rest for speed, none below the floor
 ratio, full at the target, linear between. A kernel that is wrong, writes outside its output, crashes or hangs
 scores 0 for that kernel.
 
@@ -76,24 +77,28 @@ for t in (1, 16, 256, 4096):
 ```
 
 Expect the time to hardly move from T = 1 to T = 16 (the weights' bytes bound it), then to grow with T once the
-layer crosses the ridge point. The questions below ask for the numbers that say so, for your own layer and GPU: each is a literal
+layer crosses the ridge point. The questions below ask for the numbers that say so, for your own layer and GPU: each
+is a literal
 in its cell, graded against the key (numeric answers within the tolerance stated).
 """
 
 # what each kind computes and takes, said once, before its first step
 KINDS = {
-    "rmsnorm_residual": """**The fused residual add and RMSNorm** (vLLM's `fused_add_rms_norm`). Between two layers a transformer
+    "rmsnorm_residual": """\
+**The fused residual add and RMSNorm** (vLLM's `fused_add_rms_norm`). Between two layers a transformer
 adds the layer's output to the residual stream and normalises the sum: `h = x + residual`, then
 `y = h / sqrt(mean(h^2) + 1e-6) * weight` over each row. `x`, `residual` (rows x cols) and `weight` (cols) are bf16;
 `out` holds two bf16 matrices, `h` (rows x cols, the next layer's residual) and then `y`. cols is a multiple of 8, so
 a row is whole 16-byte vectors. Correct: each bf16 value within {rtol:g} x |expected| + {atol:g} of the float64
 result: one bf16 rounding of the output, one more if you normalise the rounded `h`, with a factor 2 to spare. Some
 rows are 30 times the others: square and sum in fp32.""",
-    "swiglu": """**SwiGLU** (vLLM's `silu_and_mul`). The gated MLP's activation: `x` (tokens x 2d, bf16) holds the gate projection
+    "swiglu": """\
+**SwiGLU** (vLLM's `silu_and_mul`). The gated MLP's activation: `x` (tokens x 2d, bf16) holds the gate projection
 in its first d columns and the up projection in its last d, and `out` (tokens x d, bf16) is
 `silu(gate) * up = gate / (1 + exp(-gate)) * up`. Correct: within {rtol:g} x |expected| + {atol:g} of the float64
 result. Some rows are 100 times the others, so gates reach ±300: `exp(g) / (1 + exp(g))` is inf / inf there.""",
-    "paged_decode": """**Paged decode attention.** A serving engine does not give each sequence one contiguous KV cache: it cuts the
+    "paged_decode": """\
+**Paged decode attention.** A serving engine does not give each sequence one contiguous KV cache: it cuts the
 cache into **pages** of `page_size` tokens and keeps, per sequence, a **block table** of the pages it owns, so memory
 is taken a page at a time as a sequence grows and nothing is reserved for tokens that may never come (vLLM's
 PagedAttention). `k_cache` and `v_cache` are num_pages x page_size x kv_heads x head_dim bf16 (vLLM's and
@@ -107,13 +112,15 @@ attention track's rule, per (sequence, head) your largest error at most 2x that 
 attention in bf16, plus 1e-5; the last query head's `q` is scaled by 50. The baseline is what serves without a
 paged kernel: the pages gathered into a padded contiguous cache, then PyTorch's `scaled_dot_product_attention` with
 a length mask (FlashInfer's paged decode, the better baseline, is not installed on the grading image).""",
-    "w4a16_gemv": """**W4A16: int4 weights, fp16 activations.** Weight-only quantization stores each weight in 4 bits and keeps the
+    "w4a16_gemv": """\
+**W4A16: int4 weights, fp16 activations.** Weight-only quantization stores each weight in 4 bits and keeps the
 activations in fp16: `y = x @ W^T`, `x` batch x K fp16, W N x K as codes q in 0..15, two a byte (`w`, N x K/2 bytes,
 the even k in the **low** nibble), `W[n][k] = (q - 8) * scales[n][k / 128]` with one fp16 scale per 128 values of a
 row (`scales`, N x K/128), `y` batch x N fp32. K is a multiple of 128. Correct as the NVFP4 GEMV: each `y` within
 {rtol:g} x (the sum over k of |W[n][k] x[b][k]|) of the float64 product; the decoded weights and x are exact in
 fp32, so that is fp32 accumulation's error, in any order: accumulate in fp32, not fp16.""",
-    "fp8_scaled_gemm": """**FP8 GEMM with per-tensor scales.** An fp8 checkpoint stores each weight matrix in e4m3 (4 significant bits, at
+    "fp8_scaled_gemm": """\
+**FP8 GEMM with per-tensor scales.** An fp8 checkpoint stores each weight matrix in e4m3 (4 significant bits, at
 most 448) with one fp32 scale for the whole tensor, and the activations are quantised the same way:
 `C = scale_a * scale_b * (A @ B)`, `A` M x K e4m3 row-major, `B` K x N e4m3 **column-major** (`B[k][n]` at
 `B[n * K + k]`, the layout cuBLASLt's fp8 GEMM takes), `fp8` = `unsigned char` (the raw bits), `scale_a` and `scale_b`
@@ -165,7 +172,8 @@ def _question(q: Question) -> list[nbformat.NotebookNode]:
     if isinstance(q, Numeric):
         cells.append(nb.locked(f"show_numbers({TRACK!r}, {q.id!r})", f"{q.id}_numbers"))
     return cells + [
-        nb.solution(f'{q.id} = None\n"""\n### BEGIN SOLUTION\n"""\n{q.id} = {answer}\n"""\n### END SOLUTION\n"""', q.id),
+        nb.solution(f'{q.id} = None\n"""\n### BEGIN SOLUTION\n"""\n{q.id} = {answer}\n"""\n'
+                    '### END SOLUTION\n"""', q.id),
         nb.graded_test(f"check_answer({TRACK!r}, {q.id!r}, {q.id})", f"grade_answer({TRACK!r}, {q.id!r}, {q.id})",
                        f"{q.id}_score", q.points, "your answer, against the key")]
 

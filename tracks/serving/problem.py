@@ -3,8 +3,8 @@
 
 NVRTC here has no ``cuda_bf16.h`` or ``cuda_fp16.h``: a kernel receives each bf16 or fp16 as its 16 raw bits, an
 ``unsigned short``. The engine's output buffer is fp32 memory; the fused kinds write bf16 into it, two values a
-4-byte word (``out_shape`` counts words), and are checked on its bf16 view. A word is an fp32 NaN before the launch (its high
-half a bf16 NaN, its low half 0), so a word that still holds those bits was never written.
+4-byte word (``out_shape`` counts words), and are checked on its bf16 view. A word is an fp32 NaN before the launch
+(its high half a bf16 NaN, its low half 0), so a word that still holds those bits was never written.
 
 ``rmsnorm_residual``: shape ``(rows, cols)``, cols a multiple of 8. ``x``, ``residual`` (rows x cols) and
 ``weight`` (cols) bf16; out holds two bf16 matrices, ``h = x + residual`` (the next layer's residual) then
