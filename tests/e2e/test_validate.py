@@ -6,7 +6,7 @@ races fails too, with the preview's line. The Triton track's check runs Triton's
 kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang refuses; a model
 track's check runs each ModelNew on the CPU, so there it is one whose output is wrong (`MODEL_WRONG`). A quiz's graded cells check only an answer's form (the key stays with the
 grader), so there the wrong answer is an option its question does not have; one quiz runs here, every quiz's checks
-in tests/engines/test_quiz_engine.py. The released CUDA stubs compile, and their check cells say so in one
+in tests/engines/test_quiz_engine.py; likewise one model track. The released CUDA stubs compile, and their check cells say so in one
 line each."""
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ from workshop import submissions
 
 pytestmark = pytest.mark.slow
 QUIZ = "quiz_l1"   # the quizzes share one notebook builder and check: every quiz's checks run in-process
-TRACKS = [t for t in tracks.all_tracks() if t.engine != "quiz" or t.name == QUIZ]   # (test_quiz_engine.py)
+MODEL = "kernelbench"   # the model tracks too (graders/model_engine/notebook.py); the capstone's references and
+# known-wrong solutions are graded on the CPU in tests/tracks/test_capstone.py
+TRACKS = [t for t in tracks.all_tracks() if t.engine not in ("quiz", "model") or t.name in (QUIZ, MODEL)]
 FAILED = re.compile(r"VALIDATION FAILED ON (\d+) CELL\(S\)")
-MODEL_WRONG = {"kernelbench": "relu_returns_input.py", "capstone": "attention_no_causal_mask.py"}
+MODEL_WRONG = {"kernelbench": "relu_returns_input.py"}
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +64,7 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
     if track.engine == "tilelang":   # without a GPU the check compiles: a kernel TileLang refuses
         path = track.solutions / "wrong" / "compile_error.py"
         return submissions.cuda_answers(track.name) | {"matmul_fp16": path.read_text()}, "matmul_fp16"
-    if track.engine == "model":   # the check runs the model on the CPU: an output that is its own input, or no mask
+    if track.engine == "model":   # the check runs the model on the CPU: an output that is its own input
         path = track.solutions / "wrong" / MODEL_WRONG[track.name]
         return submissions.cuda_answers(track.name) | {tracks.graded_kernel(path): path.read_text()}, \
             tracks.graded_kernel(path)
