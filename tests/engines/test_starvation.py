@@ -111,9 +111,13 @@ def test_the_supervisor_reports_the_sandboxs_cpu_time(handler, monkeypatch, cgro
 
 
 def test_a_kernel_spinning_past_its_limit_is_its_own_timeout(handler):
-    """Running, or ready to run, all the time it was observed."""
+    """It ran at least `SHARE` of its limit (a busy worker may have made it run a second time, `RETRY_FACTOR` x the
+    limit), and it was running or ready to run more than half the time it was observed, where the sleeping child
+    below was so less than half: the two sides of `starved`'s rule. (Under heavy load a run's start, bubblewrap's
+    and Python's, is partly neither: reading files, the I/O the supervisor's CPU pressure does not count.)"""
     result = run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler)
-    assert result.status == "timeout" and result.cpu_s + result.waited_s > 0.75 * result.observed_s
+    assert result.status == "timeout" and result.cpu_s >= SHARE * LIMIT
+    assert result.cpu_s + result.waited_s > result.observed_s / 2
 
 
 def test_a_child_asleep_past_its_limit_is_its_own_timeout(handler):
