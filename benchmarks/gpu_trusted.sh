@@ -26,6 +26,9 @@
 #   bash benchmarks/gpu_trusted.sh grading TRACK   # tests/gpu/test_TRACK_gpu.py: every reference and known-wrong
 #                                              # solution through grade_kernel, the track's table and record
 #                                              # (tensorcores and attention each take about 6-7 minutes)
+#   bash benchmarks/gpu_trusted.sh grading-parallel TRACK...   # the `grading` stage of each TRACK, each on its own
+#                                              # GPU, in parallel (a 4-GPU machine runs four tracks' GPU tests in
+#                                              # one call; a GPU's tracks one after another)
 #   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
@@ -151,6 +154,21 @@ case "${1:-cases}" in
   grading)
     [ -f "tests/gpu/test_${2:-}_gpu.py" ] || { echo "usage: $0 grading TRACK (tests/gpu/test_TRACK_gpu.py)" >&2; exit 2; }
     run "$2" "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" ;;
+  grading-parallel)
+    shift
+    for track in "$@"; do
+      [ -f "tests/gpu/test_${track}_gpu.py" ] || { echo "no tests/gpu/test_${track}_gpu.py" >&2; exit 2; }
+    done
+    n=$(gpu_count) pids=()
+    for gpu in $(seq 0 $((n - 1))); do   # track i on GPU i mod n
+      tracks=$(for i in $(seq 0 $(($# - 1))); do [ $((i % n)) -eq "$gpu" ] && echo "${@:$((i + 1)):1}"; done)
+      [ -n "$tracks" ] || continue
+      (for track in $tracks; do
+         CUDA_VISIBLE_DEVICES=$gpu run "$track" "$track-grading-gpu" 560 -m gpu "tests/gpu/test_${track}_gpu.py"
+       done; exit $rc) &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done ;;
   profile)
     [ $# -ge 4 ] || { echo "usage: $0 profile TRACK SHAPE KERNEL..." >&2; exit 2; }
     track=$2 shape=$3; shift 3
