@@ -40,6 +40,11 @@ FAST_P = (1.0, 1.5)
 BASELINES = ("eager", "compile")
 
 
+# A grading child's memory: a ModelNew's host Python runs there. Its cgroup's cap (the sandbox as a whole, tmpfs
+# included), and per process an address-space cap on the CPU (a MemoryError) or, on a GPU without a memory cgroup,
+# a data-segment cap (`graders.sandbox.confine`). Sized for the largest problem: its inputs, the host copies of the
+# timed calls' outputs (`timed_runs` x a 192 MiB output at the kernelbench sizes), torch.compile's compile workers.
+MEMORY_BYTES = 32 << 30
 CHECK_TRIALS = 2
 CHECK_TIMEOUT_S = 180.0
 PUBLIC_SEED = 0     # the check cell's inputs
@@ -131,7 +136,8 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str |
                "compile": device == "cuda" if compile is None else compile,
                "trials": trials or spec.trials, "timed_runs": timed_runs or spec.timed_runs}
     limit = timeout_s or settings.perf_budget_s(spec.time_budget_s) + STARTUP_S
-    child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda")
+    child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda",
+                      memory_bytes=MEMORY_BYTES)
     return result_from_child(child, spec, problem, limit, seed)
 
 
@@ -191,7 +197,8 @@ def checked(assignment: str | Path, problem_id: str, model) -> tuple[str, str]:
     request = {"spec_path": str(spec.path.resolve()), "problem_id": problem_id, "source": source.source,
                "seed": PUBLIC_SEED, "device": device, "mode": "check", "sizes": problem.cpu_sizes,
                "trials": CHECK_TRIALS}
-    child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_env(device), gpu=device == "cuda")
+    child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_env(device), gpu=device == "cuda",
+                      memory_bytes=MEMORY_BYTES)
     where = "on the GPU" if device == "cuda" else "on this machine's CPU, Triton kernels in Triton's interpreter"
     sizes = ", ".join(f"{name} = {value:g}" for name, value in problem.cpu_sizes.items())
     if child.status != "ok" or "error" in child.answer:

@@ -246,3 +246,13 @@ def test_launch_arguments_are_cuda_tensors_32_bit_ints_and_floats():
     for bad in [(0,), (1, 2, 3, 4), (2.0,), ()]:
         with pytest.raises(ValueError, match="1 to 3 positive ints"):
             _dims(bad, "grid")
+
+
+def test_a_model_that_asks_for_more_memory_than_its_cap_fails_alone(monkeypatch):
+    """Its child's memory is capped (`MEMORY_BYTES`, here 2 GiB): on the CPU, each process's address space, so a
+    3 GiB list fails as a MemoryError in forward (uncapped, it would be built and the output be wrong)."""
+    from graders.model_engine import grade
+    monkeypatch.setattr(grade, "MEMORY_BYTES", 2 << 30)
+    hog = _cell(f"return x + len([0] * {(3 << 30) // 8})")
+    result = grade_model("kernelbench", "relu", ModelSource(hog), **QUICK)
+    assert result.status == Status.KERNEL_ERROR and "MemoryError" in result.message, result.message
