@@ -23,6 +23,7 @@ from workshop.fleet import queue_view
 from workshop.fleet.app import make_app, renew_s, sweep_s
 from workshop.fleet.processes import kill_tree
 
+CLASS = 12   # the class of the two-worker test: three of each kind of submission
 HANG = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
 
 
@@ -104,11 +105,12 @@ def _wait_running(env: dict[str, str], exclude: str = "") -> dict:
 
 
 @pytest.mark.slow
-def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, workers, course_template):
-    """20 submissions, two simulator workers, a PostgreSQL gradebook: each graded once, written once, and the
-    totals those of a serial `nbgrader autograde` of the same files; nbgrader's export and formgrader read them."""
+def test_a_class_two_workers_into_postgres(tmp_path, fleet_env, workers, course_template):
+    """`CLASS` submissions (each kind of `fleet_course.KINDS` three times), two simulator workers, a PostgreSQL
+    gradebook: each graded once, written once, and the totals those of a serial `nbgrader autograde` of the same
+    files; nbgrader's export and formgrader read them."""
     url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
-    course, expected = _course(course_template, tmp_path, 20)
+    course, expected = _course(course_template, tmp_path, CLASS)
     serial_url = f"sqlite:///{tmp_path}/serial.db"
     serial = fc.make_course(tmp_path / "serial", {"WORKSHOP_GRADEBOOK_URL": serial_url})[0]
     shutil.copytree(course / "submitted", serial / "submitted")
@@ -128,7 +130,7 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
     assert all(r["deliveries"] == 1 for r in rows), out
     assert sorted(_gradings(started)) == sorted(expected)   # each graded exactly once
     assert {r["worker"] for r in rows} == {"w1@fleet-test", "w2@fleet-test"}
-    assert _submissions_in_gradebook(url) == 20
+    assert _submissions_in_gradebook(url) == CLASS
     fleet_totals = _totals(url)
     assert fleet_totals == expected
 
@@ -146,7 +148,7 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
     with open(course / "grades.csv") as f:
         exported = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(f)}
     assert exported == expected
-    assert len(list((course / "autograded").glob("*/puzzles/puzzles.ipynb"))) == 20
+    assert len(list((course / "autograded").glob("*/puzzles/puzzles.ipynb"))) == CLASS
     # and formgrader serves the same scores from either gradebook, PostgreSQL and SQLite (two servers at once)
     gradebooks = {url: course, serial_url: serial}
     with ThreadPoolExecutor(2) as pool:
@@ -157,8 +159,8 @@ def test_twenty_submissions_two_workers_into_postgres(tmp_path, fleet_env, worke
             {s: (total, True) for s, total in expected.items()}, gradebook
 
     again = _finish(_grade(course, fleet_env), timeout=60)   # nothing new: nothing sent, nothing written
-    assert "20 submission(s) already graded" in again
-    assert len(_gradings(started)) == 20 and len(_ledger(url)) == 20
+    assert f"{CLASS} submission(s) already graded" in again
+    assert len(_gradings(started)) == CLASS and len(_ledger(url)) == CLASS
 
 
 @pytest.mark.slow
