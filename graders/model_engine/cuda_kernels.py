@@ -21,6 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
+try:
+    from cuda.core import Device, LaunchConfig, launch
+except ImportError:  # cuda.core before 0.4
+    from cuda.core.experimental import Device, LaunchConfig, launch
+
 from graders.cuda_engine.compile import DEFAULT_ARCH, compile_cuda
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
@@ -78,19 +83,11 @@ class CudaKernel:
         compiled = compile_cuda(source, kernels=(name,), arch=arch)
         self._name, self._kernel, self._device, self._streams = name, None, None, {}
         if gpu:
-            try:
-                from cuda.core import Device
-            except ImportError:  # cuda.core before 0.4
-                from cuda.core.experimental import Device
             self._device = Device(torch.cuda.current_device())
             self._device.set_current()
             self._kernel = compiled.object_code.get_kernel(name)
 
     def __call__(self, grid, block, *args, shared_bytes: int = 0) -> None:
-        try:
-            from cuda.core import LaunchConfig, launch
-        except ImportError:  # cuda.core before 0.4
-            from cuda.core.experimental import LaunchConfig, launch
         import torch
         config_grid, config_block = _dims(grid, "grid"), _dims(block, "block")
         if type(shared_bytes) is not int or shared_bytes < 0:
