@@ -62,6 +62,26 @@ class KernelFailed(TestFailed):
     """A kernel failed its hidden test; the message says why."""
 
 
+def say_checked(kernel_id: str, checked) -> None:
+    """A check cell of an engine whose ``checked()`` gives (✓, ✗ or ?, the line): that line; never raises."""
+    if autograding_in_notebook():
+        print(f"{kernel_id}: not run here while autograding; the hidden tests grade it.")
+        return
+    mark, line = checked()
+    print(f"{mark} {line}")
+
+
+def assert_checked(kernel_id: str, checked) -> None:
+    """The public part of such an engine's graded cell: `KernelFailed` where ``checked()`` says ✗."""
+    if autograding_in_notebook():
+        print(f"{kernel_id}: not checked here while autograding; the hidden tests grade it.")
+        return
+    mark, line = checked()
+    if mark == "✗":
+        raise KernelFailed(line)
+    print(f"{mark} {line}")
+
+
 def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
                  budget_s: float | None = None, timeout_s: float | None = None,
                  memory_fraction: float = 0.25, sanitize: bool = True, profile: bool = True) -> GradeResult:

@@ -26,9 +26,9 @@ import threading
 from pathlib import Path
 
 from graders import settings
-from graders.cuda_engine.grade import KernelFailed, _child_env, refuse_starved
+from graders.cuda_engine.grade import KernelFailed, _child_env, assert_checked, refuse_starved, say_checked
 from graders.gpu import detect_gpu, require_gpu
-from graders.hidden_tests import NOT_WRITTEN, autograding_in_notebook, hidden_test
+from graders.hidden_tests import NOT_WRITTEN, hidden_test
 from graders.model_engine.source import ModelSource, ModelSourceError, model_from_class
 from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
 from graders.result import GradeResult, Status, hidden_seed, publish
@@ -218,19 +218,9 @@ def checked(assignment: str | Path, problem_id: str, model) -> tuple[str, str]:
 
 def check(assignment: str | Path, problem_id: str, model) -> None:
     """A ModelNew's check cell: one line (`checked`); never raises."""
-    if autograding_in_notebook():
-        print(f"{problem_id}: not run here while autograding; the hidden tests grade it.")
-        return
-    mark, line = checked(assignment, problem_id, model)
-    print(f"{mark} {line}")
+    say_checked(problem_id, lambda: checked(assignment, problem_id, model))
 
 
 def assert_runs(assignment: str | Path, problem_id: str, model) -> None:
     """The public part of a ModelNew's graded cell: `KernelFailed` where `check` says ✗."""
-    if autograding_in_notebook():
-        print(f"{problem_id}: not checked here while autograding; the hidden tests grade it.")
-        return
-    mark, line = checked(assignment, problem_id, model)
-    if mark == "✗":
-        raise KernelFailed(line)
-    print(f"{mark} {line}")
+    assert_checked(problem_id, lambda: checked(assignment, problem_id, model))
