@@ -130,12 +130,13 @@ def test_a_child_asleep_past_its_limit_is_its_own_timeout(handler):
 
 def test_a_child_starved_by_busy_processes_on_its_cpu_is_the_workers_fault(handler):
     """Eight busy processes on the one CPU a spinning child runs on: it gets about a ninth of it, on its first run
-    and on its second."""
+    and on its second, and waits for it most of the time its supervisor observed (not of its wall time, whose
+    sandbox start a loaded machine stretches with I/O no CPU pressure counts)."""
     with busy_cpu(8) as cpu, pytest.raises(WorkerStarved) as raised:
         on_cpu(cpu, lambda: run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler))
     first, second = raised.value.runs
     assert first.seconds < RETRY_FACTOR * LIMIT <= second.seconds
-    assert all(run.cpu_s < SHARE * LIMIT and run.waited_s > run.seconds / 2 for run in (first, second))
+    assert all(run.cpu_s < run.observed_s / 4 and run.waited_s > run.observed_s / 2 for run in (first, second))
 
 
 def test_the_cuda_engine_refuses_a_starved_child_and_records_a_hung_kernels_usage():
