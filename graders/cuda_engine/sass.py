@@ -12,8 +12,9 @@ it finds the graders' other NVIDIA tools too (``compute-sanitizer``, ``ncu``).
   the module's static global memory and device-side malloc
   (`graders.cuda_engine.compile.global_memory`, read from the cubin's ELF);
 - `tensor_core_ops` counts its tensor-core instructions (HMMA, HGMMA, ...), `opcode_count` any one opcode
-  (LDSM: ldmatrix, LDGSTS: cp.async; on sm_90a HGMMA: wgmma, UTMALDG: a TMA tile load, SYNCS: mbarrier
-  operations); ``e4m3`` asks for fp8 operands on the tensor cores, which on sm_90
+  (LDSM: ldmatrix, LDGSTS: cp.async; on sm_90a HGMMA: wgmma, UTMALDG: a TMA tile load (.MULTICAST: into every
+  block of a cluster), UTMASTG: a TMA tile store, SYNCS: mbarrier operations, USETMAXREG: setmaxnreg's
+  .DEALLOC and .TRY_ALLOC); ``e4m3`` asks for fp8 operands on the tensor cores, which on sm_90
   (no fp8 mma.sync in hardware) are F2FP.F16.E4M3 conversions before fp16 HMMA;
 - `ptx_opcodes` lists the instructions of the kernel's PTX, for the one requirement SASS cannot decide
   (``mma_sync``: WMMA and mma.sync compile to the same HMMA and LDSM);
@@ -289,6 +290,33 @@ def _mbarrier(sass: str, usage: dict[str, int]) -> str:
             "(mbarrier.arrive.expect_tx, then mbarrier.try_wait.parity)")
 
 
+def _mnemonics(sass: str, opcode: str) -> list[str]:
+    """The full mnemonics (``UTMALDG.2D.MULTICAST``) of the SASS's instructions of ``opcode``."""
+    return [m for m in _INSTRUCTION.findall(sass) if m.split(".")[0] == opcode]
+
+
+def _setmaxnreg(sass: str, usage: dict[str, int]) -> str:
+    actions = {m.split(".")[1] for m in _mnemonics(sass, "USETMAXREG") if "." in m}
+    if "DEALLOC" in actions and actions & {"ALLOC", "TRY_ALLOC"}:
+        return ""
+    return ("its warpgroups do not move registers: the SASS lacks a USETMAXREG that releases registers "
+            "(setmaxnreg.dec, the producer's) and one that claims them (setmaxnreg.inc, the consumers')")
+
+
+def _multicast(sass: str, usage: dict[str, int]) -> str:
+    if any(".MULTICAST" in m for m in _mnemonics(sass, "UTMALDG")):
+        return ""
+    return ("no tile is multicast to the blocks of a cluster: the SASS has no UTMALDG.MULTICAST. Copy a tile the "
+            "cluster's blocks share with cp.async.bulk.tensor ... .multicast::cluster and a ctaMask")
+
+
+def _tma_store(sass: str, usage: dict[str, int]) -> str:
+    if opcode_count(sass, "UTMASTG"):
+        return ""
+    return ("its tile of C is not stored by the tensor memory accelerator: the SASS has no UTMASTG. Stage the "
+            "tile in shared memory and store it with cp.async.bulk.tensor from C's tensor map")
+
+
 _PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PTX_PREFIX = re.compile(r"^(?:[$\w]+:\s*)?(?:@!?%?\w+\s+)?")   # a label, then a predicate
 _PTX_MNEMONIC = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*")
@@ -330,6 +358,9 @@ REQUIREMENTS = {
     "wgmma": (_wgmma, "warpgroup MMAs from shared memory (wgmma, HGMMA)"),
     "tma": (_tma, "tiles loaded by the tensor memory accelerator (cp.async.bulk.tensor, UTMALDG)"),
     "mbarrier": (_mbarrier, "copies completed on an mbarrier (SYNCS)"),
+    "setmaxnreg": (_setmaxnreg, "registers moved between warpgroups (setmaxnreg.dec and .inc, USETMAXREG)"),
+    "multicast": (_multicast, "tiles multicast to a cluster's blocks (UTMALDG.MULTICAST)"),
+    "tma_store": (_tma_store, "C stored by the tensor memory accelerator (cp.async.bulk.tensor, UTMASTG)"),
     "no_global_scratch": (_no_global_scratch, "no intermediates in global memory: at most 1 MiB of `__device__` "
                                               "variables, no device-side malloc"),
 }
