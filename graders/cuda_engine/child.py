@@ -254,7 +254,7 @@ class Harness(Bench):
 
     def load(self, source: str, function: str, lineinfo: bool = False) -> dict:
         self.compiled = compile_cuda(source, kernels=(function,), defines=self.geometry.defines(), arch=self.arch,
-                                     lineinfo=lineinfo)
+                                     lineinfo=lineinfo, libraries=self.features.libraries)
         self.kernel = self.compiled.object_code.get_kernel(function)
         if self.features.dynamic_smem:
             extended_launch.allow_dynamic_smem(self.kernel.handle, 0, self.features.dynamic_smem,

@@ -23,6 +23,8 @@ import struct
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from graders.cuda_engine.libraries import include_paths
+
 try:
     from cuda.core import Program, ProgramOptions
 except ImportError:  # cuda.core before 0.4 kept its API under .experimental
@@ -86,14 +88,15 @@ def header(defines: dict[str, int]) -> str:
 
 
 def compile_cuda(source: str, *, kernels: tuple[str, ...] = (), defines: dict[str, int] | None = None,
-                 arch: str = DEFAULT_ARCH, lineinfo: bool = False) -> Compiled:
+                 arch: str = DEFAULT_ARCH, lineinfo: bool = False, libraries: tuple[str, ...] = ()) -> Compiled:
     """Compile ``source`` to a cubin for ``arch``; raise `CompileError` if it fails or lacks ``kernels``.
-    ``lineinfo``: with the source lines of each instruction, for a tool's report (never for a graded launch)."""
+    ``lineinfo``: with the source lines of each instruction, for a tool's report (never for a graded launch).
+    ``libraries``: header libraries the source may include (`graders.cuda_engine.libraries`)."""
     text = header(defines or {}) + source
     obj, log = None, ""
     for no_cache in (True, False):   # False: a cuda.core or NVRTC that does not know --no-cache
         try:
-            options = _options(arch, no_cache, lineinfo)
+            options = _options(arch, no_cache, lineinfo, libraries)
         except TypeError:
             continue
         logs = io.StringIO()
@@ -115,7 +118,8 @@ def compile_cuda(source: str, *, kernels: tuple[str, ...] = (), defines: dict[st
     return Compiled(cubin, arch, resources_for(found, log, cubin), log, obj)
 
 
-def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str = DEFAULT_ARCH) -> str:
+def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str = DEFAULT_ARCH,
+                libraries: tuple[str, ...] = ()) -> str:
     """``source`` compiled to PTX for ``arch`` (the text, inline assembly verbatim); raises `CompileError`.
 
     Through NVRTC's own bindings: cuda.core asks the driver whether it could load the PTX, and a machine
@@ -124,7 +128,8 @@ def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str
     text = (header(defines or {}) + source).encode()
     err, program = nvrtc.nvrtcCreateProgram(text, CELL_NAME.encode(), 0, [], [])
     try:
-        options = [f"-arch={arch.replace('sm_', 'compute_')}".encode(), b"-std=c++17"]
+        options = [f"-arch={arch.replace('sm_', 'compute_')}".encode(), b"-std=c++17",
+                   *([b"-default-device"] if libraries else []), *(f"-I{p}".encode() for p in include_paths(libraries))]
         (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             _, size = nvrtc.nvrtcGetProgramLogSize(program)
@@ -139,8 +144,10 @@ def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str
     return ptx.decode(errors="replace").replace("\x00", "")
 
 
-def _options(arch: str, no_cache: bool, lineinfo: bool = False) -> ProgramOptions:
+def _options(arch: str, no_cache: bool, lineinfo: bool = False, libraries: tuple[str, ...] = ()) -> ProgramOptions:
     extra = ({"no_cache": True} if no_cache else {}) | ({"lineinfo": True} if lineinfo else {})
+    if libraries:
+        extra |= {"include_path": include_paths(libraries), "device_as_default_execution_space": True}
     return ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", ptxas_options="-v", **extra)
 
 

@@ -16,7 +16,8 @@ A spec's kernel may ask (`graders.cuda_engine.spec`; every key inherited from ``
   ``cuTensorMapEncodeTiled``); ``box`` is the tile one copy moves, innermost first, each an int or a name the
   kernel sees ``#define``d (``BK``, ``TILE_Y``); ``swizzle`` is ``none``, ``32B``, ``64B`` or ``128B``. Interleave
   none, element strides 1, L2 promotion 256 B, out-of-bounds elements read as zero. `map_fields` derives the
-  encoding's fields (checked against the driver's rules on the CPU), `encode` calls the driver.
+  encoding's fields (checked against the driver's rules on the CPU), `encode` calls the driver;
+- ``libraries = ["cutlass"]``: header libraries the kernel is compiled against (`graders.cuda_engine.libraries`).
 
 Such a kernel is launched through ``cuLaunchKernelEx`` (cuda.bindings): `launch_config` (grid, block, dynamic
 shared memory, the cluster attribute), `KernelArguments` (the ``void**`` array of the arguments, the 128-byte
@@ -29,6 +30,8 @@ import ctypes
 import re
 import struct
 from dataclasses import dataclass
+
+from graders.cuda_engine.libraries import LIBRARIES
 
 MAX_CLUSTER_BLOCKS = 8          # the portable cluster size (more needs a non-portable attribute)
 MAX_BOX = 256                   # cuTensorMapEncodeTiled: each box dimension at most 256 elements
@@ -52,6 +55,7 @@ class LaunchFeatures:
     dynamic_smem: int = 0
     cluster: tuple[int, int] | None = None
     tensor_maps: tuple[TensorMapSpec, ...] = ()
+    libraries: tuple[str, ...] = ()     # header libraries compiled against (`graders.cuda_engine.libraries`)
 
     @property
     def through_driver(self) -> bool:
@@ -84,7 +88,11 @@ def parse_features(raw: dict, signature: str) -> LaunchFeatures:
     maps = raw.get("tensor_maps", [])
     if not isinstance(maps, list):
         raise ValueError(f"tensor_maps must be a list of tables, got {maps!r}")
-    return LaunchFeatures(arch, smem, cluster, tuple(_tensor_map(m, operand_names(signature)) for m in maps))
+    libraries = raw.get("libraries", [])
+    if not isinstance(libraries, list) or not set(libraries) <= set(LIBRARIES):
+        raise ValueError(f"libraries must list names among {list(LIBRARIES)}, got {libraries!r}")
+    return LaunchFeatures(arch, smem, cluster, tuple(_tensor_map(m, operand_names(signature)) for m in maps),
+                          tuple(libraries))
 
 
 def _tensor_map(raw, operands: list[str]) -> TensorMapSpec:

@@ -322,7 +322,8 @@ def _compile(assignment: str | Path, kernel_id: str, source: str, block, tile, p
     geometry = resolve_geometry(kernel, block, tile, params)
     gpu = detect_gpu()
     compiled = compile_cuda(source, kernels=(kernel.function,), defines=geometry.defines(),
-                            arch=kernel.launch.arch or (gpu.arch if gpu else DEFAULT_ARCH))
+                            arch=kernel.launch.arch or (gpu.arch if gpu else DEFAULT_ARCH),
+                            libraries=kernel.launch.libraries)
     usage = compiled.resources.get(kernel.function, UNKNOWN)   # ptxas's report is best-effort
     return compiled.resources_dict(), (
         f"{kernel.function} compiles for {compiled.arch}: {usage.summary()}. "

@@ -31,7 +31,8 @@ its source lines, and the feedback adds memcheck's report of the faulting access
 the debugging track's lesson: read what the GPU worker saw).
 
 A Hopper kernel may ask for ``arch`` (e.g. ``"sm_90a"``), ``dynamic_smem`` (bytes), ``cluster`` ([X, Y] blocks) and
-``tensor_maps`` (kernel parameters after the sizes, each over an operand of the signature): see
+``tensor_maps`` (kernel parameters after the sizes, each over an operand of the signature), and any kernel for
+``libraries`` (header libraries: CUTLASS's): see
 `graders.cuda_engine.extended_launch`. ``sass_requirements`` (names in `graders.cuda_engine.sass.REQUIREMENTS`
 read from the SASS) are added to the problem's own: a correct kernel that misses one is ``unmet`` and keeps its
 correctness points only (a wgmma step handed an mma.sync kernel).
@@ -53,7 +54,7 @@ MAX_THREADS = 1024
 _ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets", "measured_in"}
 _INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
               "points_perf", "student_geometry", "params", "sanitizer_tools", "arch", "dynamic_smem", "cluster",
-              "tensor_maps", "sass_requirements"}
+              "tensor_maps", "sass_requirements", "libraries"}
 _KERNEL_KEYS = {"id", "function", "kind", "reference", "counter", "sanitize_shape", "explain_crash"} | _INHERITED
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")   # compute-sanitizer's tools
 DEFAULT_SANITIZER_TOOLS = SANITIZER_TOOLS[:3]

@@ -19,13 +19,14 @@ def handle(request: dict) -> dict:
         geometry = resolve_geometry(kernel, launch.get("block"), launch.get("tile"), launch.get("params"))
         try:
             compiled = compile_cuda(request["source"], kernels=(kernel.function,), defines=geometry.defines(),
-                                    arch=kernel.launch.arch or DEFAULT_ARCH)
+                                    arch=kernel.launch.arch or DEFAULT_ARCH, libraries=kernel.launch.libraries)
         except CompileError as exc:
             results.append({"compile_error": str(exc)})
             break
         ptx = None
         if set(request["requirements"]) & sass.READS_PTX:
-            ptx = compile_ptx(request["source"], defines=geometry.defines(), arch=kernel.launch.arch or DEFAULT_ARCH)
+            ptx = compile_ptx(request["source"], defines=geometry.defines(), arch=kernel.launch.arch or DEFAULT_ARCH,
+                              libraries=kernel.launch.libraries)
         failures, facts = sass.check(compiled.cubin, kernel.function, request["requirements"],
                                      disassemble_always=request["disassemble"], ptx=ptx)
         results.append({"failures": failures,
