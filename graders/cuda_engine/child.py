@@ -36,6 +36,7 @@ tests drive them with CPU tensors, Python "kernels" and a stand-in timer. `Harne
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 
@@ -266,8 +267,14 @@ class Harness(Bench):
         return sass.check(self.compiled.cubin, function, (*self.problem.sass_requirements, *extra),
                           disassemble_always=False)[0]
 
+    @functools.cached_property
+    def sm_count(self) -> int:
+        return self.torch.cuda.get_device_properties(0).multi_processor_count
+
     def launch(self, out, inputs: list, shape: Shape) -> None:
         grid = self.problem.grid(shape, self.geometry.tile)
+        if self.features.persistent:
+            grid = extended_launch.persistent_grid(math.prod(grid), self.sm_count, self.features.cluster)
         if self.features.through_driver:
             self.launch_extended(grid, out, inputs, shape)
             return

@@ -9,6 +9,9 @@ A spec's kernel may ask (`graders.cuda_engine.spec`; every key inherited from ``
   spec asks for more than the device allows);
 - ``cluster = [X, Y]``: thread-block clusters of X x Y blocks (at most `MAX_CLUSTER_BLOCKS`, the portable size), the
   grid a multiple of it at every shape of the spec (`cluster_problem`);
+- ``persistent = true``: the kernel walks the problem's tiles itself; its grid is one row of blocks, one
+  an SM (or one a tile, where there are fewer tiles), in whole clusters (`persistent_grid`), and its
+  cluster, if any, is ``[X, 1]``;
 - ``tensor_maps = [{ operand = "A", box = ["BK", "TILE_Y"], swizzle = "128B" }, ...]``: one kernel parameter each,
   after the sizes, in this order, declared ``const __grid_constant__ CUtensorMap`` (128 bytes, passed by value).
   ``operand`` names a pointer parameter of the problem's signature; the map covers that tensor as the grader
@@ -56,6 +59,7 @@ class LaunchFeatures:
     cluster: tuple[int, int] | None = None
     tensor_maps: tuple[TensorMapSpec, ...] = ()
     libraries: tuple[str, ...] = ()     # header libraries compiled against (`graders.cuda_engine.libraries`)
+    persistent: bool = False
 
     @property
     def through_driver(self) -> bool:
@@ -85,6 +89,12 @@ def parse_features(raw: dict, signature: str) -> LaunchFeatures:
             raise ValueError(f"a cluster of {cluster[0]} x {cluster[1]} blocks is more than the portable "
                              f"{MAX_CLUSTER_BLOCKS}")
         cluster = tuple(cluster)
+    persistent = raw.get("persistent", False)
+    if not isinstance(persistent, bool):
+        raise ValueError(f"persistent must be true or false, got {persistent!r}")
+    if persistent and cluster and cluster[1] != 1:
+        raise ValueError(f"a persistent kernel's grid is one row of blocks: its cluster must be [X, 1], got "
+                         f"[{cluster[0]}, {cluster[1]}]")
     maps = raw.get("tensor_maps", [])
     if not isinstance(maps, list):
         raise ValueError(f"tensor_maps must be a list of tables, got {maps!r}")
@@ -92,7 +102,7 @@ def parse_features(raw: dict, signature: str) -> LaunchFeatures:
     if not isinstance(libraries, list) or not set(libraries) <= set(LIBRARIES):
         raise ValueError(f"libraries must list names among {list(LIBRARIES)}, got {libraries!r}")
     return LaunchFeatures(arch, smem, cluster, tuple(_tensor_map(m, operand_names(signature)) for m in maps),
-                          tuple(libraries))
+                          tuple(libraries), persistent=persistent)
 
 
 def _tensor_map(raw, operands: list[str]) -> TensorMapSpec:
@@ -119,6 +129,13 @@ def cluster_problem(cluster: tuple[int, int], grid: tuple[int, int, int], label:
         return (f"at shape {label} the grid of {grid[0]} x {grid[1]} blocks is not a multiple of the cluster "
                 f"{cluster[0]} x {cluster[1]}")
     return ""
+
+
+def persistent_grid(tiles: int, sm_count: int, cluster: tuple[int, int] | None) -> tuple[int, int, int]:
+    """A persistent kernel's grid for a problem of ``tiles`` blocks' tiles on a GPU of ``sm_count`` SMs: one
+    block an SM, or one a tile where there are fewer, rounded down to whole clusters (at least one)."""
+    size = cluster[0] if cluster else 1
+    return (max(size, min(tiles, sm_count) // size * size), 1, 1)
 
 
 def compile_arch(asked: str | None, device_arch: str) -> str:

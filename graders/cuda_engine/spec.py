@@ -35,7 +35,10 @@ A Hopper kernel may ask for ``arch`` (e.g. ``"sm_90a"``), ``dynamic_smem`` (byte
 ``libraries`` (header libraries: CUTLASS's): see
 `graders.cuda_engine.extended_launch`. ``sass_requirements`` (names in `graders.cuda_engine.sass.REQUIREMENTS`
 read from the SASS) are added to the problem's own: a correct kernel that misses one is ``unmet`` and keeps its
-correctness points only (a wgmma step handed an mma.sync kernel).
+correctness points only (a wgmma step handed an mma.sync kernel). ``persistent = true`` launches one block
+an SM (`graders.cuda_engine.extended_launch.persistent_grid`), the kernel walking the tiles itself. With
+``warp_specialised = true`` the block's warps take roles (a producer, consumers) rather than a share of the
+tile each, so the tile need not be a multiple of the block.
 """
 from __future__ import annotations
 
@@ -52,9 +55,9 @@ from graders.cuda_engine.problems import kinds, problem
 MAX_THREADS = 1024
 
 _ASSIGNMENT_KEYS = {"name", "engine", "requires_gpu", "time_budget_s", "targets", "measured_in"}
-_INHERITED = {"check_shapes", "perf_shape", "block", "tile", "floor", "target", "points_correct",
-              "points_perf", "student_geometry", "params", "sanitizer_tools", "arch", "dynamic_smem", "cluster",
-              "tensor_maps", "sass_requirements", "libraries"}
+_INHERITED = {"check_shapes", "perf_shape", "block", "tile", "warp_specialised", "persistent", "floor", "target",
+              "points_correct", "points_perf", "student_geometry", "params", "sanitizer_tools", "arch", "dynamic_smem",
+              "cluster", "tensor_maps", "sass_requirements", "libraries"}
 _KERNEL_KEYS = {"id", "function", "kind", "reference", "counter", "sanitize_shape", "explain_crash"} | _INHERITED
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")   # compute-sanitizer's tools
 DEFAULT_SANITIZER_TOOLS = SANITIZER_TOOLS[:3]
@@ -113,6 +116,7 @@ class KernelSpec:
     explain_crash: bool = False   # a crash at a check shape: memcheck's report of it in the feedback
     launch: LaunchFeatures = LaunchFeatures()   # sm_90a, dynamic shared memory, clusters, tensor maps
     sass_requirements: tuple[str, ...] = ()     # beyond the problem's own
+    warp_specialised: bool = False              # warps take roles: the tile need not be a multiple of the block
 
     @property
     def points(self) -> float:
@@ -220,10 +224,12 @@ def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
         launch = parse_features(raw, definition.signature)
     except ValueError as exc:
         raise SpecError(f"{where}: {exc}") from None
+    warp_specialised = _typed(raw, "warp_specialised", bool, where, default=False)
     geometry = make_geometry(_pair(raw, "block", where), _pair(raw, "tile", where), where,
-                             _params(raw.get("params", {}), where))
+                             _params(raw.get("params", {}), where), warp_specialised)
     shapes = [_shape(s, rank, f"{where} check_shapes") for s in check_shapes]
-    for shape in [*shapes, _shape(raw.get("perf_shape"), rank, f"{where} perf_shape")] if launch.cluster else []:
+    tiled = launch.cluster and not launch.persistent   # a persistent grid is built of whole clusters
+    for shape in [*shapes, _shape(raw.get("perf_shape"), rank, f"{where} perf_shape")] if tiled else []:
         found = cluster_problem(launch.cluster, definition.grid(shape, geometry.tile), "x".join(map(str, shape)))
         if found:
             raise SpecError(f"{where}: {found}")
@@ -247,6 +253,7 @@ def _parse_kernel(raw: dict, path: Path, where: str, engine: str) -> KernelSpec:
         explain_crash=_typed(raw, "explain_crash", bool, where, default=False),
         launch=launch,
         sass_requirements=_sass_requirements(raw.get("sass_requirements", []), where),
+        warp_specialised=warp_specialised,
     )
 
 
@@ -279,12 +286,14 @@ def _counter(raw, where: str) -> CounterRule:
 
 
 def make_geometry(block: tuple[int, int], tile: tuple[int, int], where: str = "geometry",
-                  params: dict[str, int] | None = None) -> Geometry:
+                  params: dict[str, int] | None = None, warp_specialised: bool = False) -> Geometry:
+    """The launch geometry; the tile a multiple of the block unless the block's warps take roles
+    (``warp_specialised``)."""
     if min(block) < 1 or min(tile) < 1:
         raise SpecError(f"{where}: block and tile sizes must be positive, got block={block}, tile={tile}")
     if block[0] * block[1] > MAX_THREADS:
         raise SpecError(f"{where}: a block of {block[0]}x{block[1]} threads is more than {MAX_THREADS}")
-    if tile[0] % block[0] or tile[1] % block[1]:
+    if not warp_specialised and (tile[0] % block[0] or tile[1] % block[1]):
         raise SpecError(f"{where}: tile {tile[0]}x{tile[1]} must be a multiple of block {block[0]}x{block[1]}")
     return Geometry(block, tile, tuple(sorted(_params(params or {}, where).items())))
 
@@ -331,7 +340,7 @@ def resolve_geometry(kernel: KernelSpec, block=None, tile=None, params=None) -> 
     if len(block) != 2 or len(tile) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
                                                     for v in (*block, *tile)):
         raise SpecError(f"block and tile must be pairs of ints (x, y), got block={block}, tile={tile}")
-    return make_geometry(block, tile, f"kernel {kernel.id!r}", spec_params)
+    return make_geometry(block, tile, f"kernel {kernel.id!r}", spec_params, kernel.warp_specialised)
 
 
 def _no_unknown(table: dict, allowed: set[str], where: str) -> None:

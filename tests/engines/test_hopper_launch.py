@@ -1,9 +1,10 @@
 """The engine's Hopper launches without a GPU (`graders.cuda_engine.extended_launch`): the spec keys ``arch``,
-``dynamic_smem``, ``cluster``, ``tensor_maps`` and ``sass_requirements`` read and refused at their edges; the
-tensor maps' encoding fields derived from a tensor as the grader allocates it; the ``void**`` argument array with
-its 128-byte tensor maps; the launch configuration with its cluster attribute; the child's launch through
-``cuLaunchKernelEx`` with the driver calls replaced. ``cuTensorMapEncodeTiled`` itself needs the driver (it fails
-here: no libcuda), so the encoding is left to tests/gpu/test_hopper_gpu.py."""
+``dynamic_smem``, ``cluster``, ``persistent``, ``tensor_maps``, ``sass_requirements`` and ``warp_specialised`` read
+and refused at their edges; a persistent kernel's grid; the tensor maps' encoding fields derived from a tensor as
+the grader allocates it; the ``void**`` argument array with its 128-byte tensor maps; the launch configuration with
+its cluster attribute; the child's launch through ``cuLaunchKernelEx`` with the driver calls replaced.
+``cuTensorMapEncodeTiled`` itself needs the driver (it fails here: no libcuda), so the encoding is left to
+tests/gpu/test_hopper_gpu.py."""
 from __future__ import annotations
 
 import ctypes
@@ -16,7 +17,7 @@ import torch
 from graders.cuda_engine import child, extended_launch
 from graders.cuda_engine.extended_launch import (KernelArguments, LaunchFeatures, MapFields, TensorMapSpec,
                                                  compile_arch, launch_config, map_fields, operand_names,
-                                                 parse_features, smem_problem)
+                                                 persistent_grid, smem_problem)
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import SpecError, load_spec, parse_spec
 
@@ -65,6 +66,11 @@ def test_the_keys_are_read_and_inherited_from_the_assignment():
     ({"cluster": [0, 1]}, "cluster must be [X, Y], two positive ints, got [0, 1]"),
     ({"cluster": [4, 4]}, "a cluster of 4 x 4 blocks is more than the portable 8"),
     ({"cluster": [4, 1]}, "at shape 64x256x64 the grid of 2 x 1 blocks is not a multiple of the cluster 4 x 1"),
+    ({"persistent": 1}, "persistent must be true or false, got 1"),
+    ({"persistent": True, "cluster": [1, 2]},
+     "a persistent kernel's grid is one row of blocks: its cluster must be [X, 1], got [1, 2]"),
+    ({"block": [384, 1], "tile": [256, 128]}, "tile 256x128 must be a multiple of block 384x1"),
+    ({"warp_specialised": "yes"}, "'warp_specialised' must be a bool, got 'yes'"),
     ({"tensor_maps": {"operand": "A"}}, "tensor_maps must be a list of tables, got {'operand': 'A'}"),
     ({"tensor_maps": [{"operand": "D", "box": [64]}]},
      "tensor map operand 'D' is not a pointer parameter of the kernel: C, A, B"),
@@ -78,6 +84,26 @@ def test_the_keys_are_read_and_inherited_from_the_assignment():
 ])
 def test_each_launch_key_is_refused_with_what_is_wrong(keys, message):
     assert spec_error(**keys) == message
+
+
+def test_a_warp_specialised_block_need_not_divide_its_tile():
+    """Its warpgroups take roles (a producer, consumers), not a share of the tile each: 384 threads on 256 x 128."""
+    kernel = spec_with(block=[384, 1], tile=[256, 128], warp_specialised=True)
+    assert kernel.warp_specialised and kernel.geometry.block == (384, 1) and kernel.geometry.tile == (256, 128)
+    assert not spec_with().warp_specialised
+
+
+def test_a_persistent_kernels_grid_is_one_row_of_whole_clusters_however_the_tiles_fall():
+    """The tile grid's clusters are not checked (64x256x64 is 2 x 1 tiles, less than a cluster of 4); the launch
+    grid is one block an SM, or a tile, rounded down to whole clusters."""
+    kernel = spec_with(persistent=True, cluster=[4, 1])
+    assert kernel.launch.persistent and kernel.launch.cluster == (4, 1) and kernel.launch.through_driver
+    assert persistent_grid(256, 132, (2, 1)) == (132, 1, 1)    # 4096^3 in 128 x 256 tiles on an H100 or H200
+    assert persistent_grid(256, 133, (2, 1)) == (132, 1, 1)    # whole clusters
+    assert persistent_grid(180, 132, (4, 1)) == (132, 1, 1)
+    assert persistent_grid(6, 132, (4, 1)) == (4, 1, 1)        # fewer tiles than SMs: one a tile, whole clusters
+    assert persistent_grid(2, 132, (4, 1)) == (4, 1, 1)        # at least one cluster
+    assert persistent_grid(5, 132, None) == (5, 1, 1) and persistent_grid(500, 132, None) == (132, 1, 1)
 
 
 def test_sass_requirements_are_names_the_child_reads_from_the_sass():
@@ -220,6 +246,33 @@ def test_the_child_launches_a_hopper_kernel_with_its_tensor_maps_after_the_sizes
     assert [int.from_bytes(r, "little") for r in read[:6]] == [out.data_ptr(), a.data_ptr(), b.data_ptr(), 192,
                                                                 384, 192]
     assert read[6:] == [blob(1), blob(2)]
+
+
+def test_the_child_launches_the_persistent_kernel_once_an_sm_with_a_map_over_c(monkeypatch):
+    """The persistent step at a shape of 180 tiles on a GPU of 132 SMs: 132 blocks in one row, clusters of 2 x 1,
+    its dynamic shared memory, and a third map over the fp32 output C (32 x 64 boxes, 128-byte rows)."""
+    kernel = load_spec("hopper").kernel("persistent")
+    calls = []
+    monkeypatch.setattr(extended_launch, "encode", lambda fields, address: calls.append((fields, address))
+                        or blob(len(calls)))
+    launched = []
+    monkeypatch.setattr(extended_launch, "launch", lambda handle, config, arguments: launched.append(config))
+    bench = object.__new__(child.Harness)
+    bench.torch, bench.problem, bench.geometry = torch, problem(kernel.kind), kernel.geometry
+    bench.features, bench.stream, bench.kernel = kernel.launch, type("S", (), {"handle": 5})(), \
+        type("K", (), {"handle": "the kernel"})()
+    bench.sm_count = 132
+    shape = (2304, 2560, 1088)
+    a, b = bench.problem.make_inputs(shape, torch.Generator().manual_seed(1))
+    out = torch.empty(2304, 2560)
+    bench.launch(out, [a, b], shape)
+    assert calls == [(MapFields("BFLOAT16", (1088, 2304), (2176,), (64, 128), "128B"), a.data_ptr()),
+                     (MapFields("BFLOAT16", (1088, 2560), (2176,), (64, 128), "128B"), b.data_ptr()),
+                     (MapFields("FLOAT32", (2560, 2304), (10240,), (32, 64), "128B"), out.data_ptr())]
+    config, = launched
+    assert (config.gridDimX, config.gridDimY, config.gridDimZ, config.blockDimX) == (132, 1, 1, 384)
+    assert config.sharedMemBytes == 230400 and config.numAttrs == 1
+    assert (config.attrs[0].value.clusterDim.x, config.attrs[0].value.clusterDim.y) == (2, 1)
 
 
 def test_a_plain_kernel_still_launches_through_cuda_core(monkeypatch):
