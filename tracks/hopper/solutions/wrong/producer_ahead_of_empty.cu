@@ -1,0 +1,179 @@
+// expect: specialised_score=0
+// status: incorrect|crashed|timeout
+// The producer runs ahead of the empty barrier: it refills a stage as soon as it has issued the copies of the
+// stage before, without waiting until the consumer has released it, so from slab STAGES on the TMA overwrites
+// tiles the consumer's wgmmas are still reading (a wrong product), and its arrive.expect_tx lands on a full
+// barrier whose previous phase may still be pending, which the PTX ISA leaves undefined (a fault or a hang are
+// allowed too). Every shape with more than STAGES slabs of K is at risk; 1024 x 1024 x 1024 has 16.
+typedef unsigned short bf16;   // the raw bits of a bfloat16
+#define BM TILE_Y              // rows of C (and of A) a block computes: two wgmmas of 64
+#define BN TILE_X              // columns of C (rows of B's K-major storage): the 128 of one wgmma
+#define TILE_BYTES_A (BM * BK * 2)
+#define TILE_BYTES_B (BN * BK * 2)
+#define STAGE_BYTES (TILE_BYTES_A + TILE_BYTES_B)
+#define PRODUCER_REGISTERS 40
+#define CONSUMER_REGISTERS 216
+
+__device__ __forceinline__ unsigned smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// A wgmma shared-memory descriptor of a K-major tile whose rows are 128 bytes (BK = 64 bf16), stored with the
+// 128-byte swizzle: bits 0-13 the start address / 16, 16-29 the leading byte offset / 16 (unused by swizzled
+// K-major layouts: 1), 32-45 the stride byte offset / 16 (1024: from one group of 8 rows to the next), 62-63 the
+// swizzle mode (1: 128 bytes). Every tile, and every 64-row half of one, starts at a multiple of 1024 bytes, so the
+// base offset (bits 49-51) is 0.
+__device__ __forceinline__ unsigned long long descriptor(unsigned address)
+{
+    return ((unsigned long long)((address & 0x3FFFF) >> 4)) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// D (64 x 128, fp32, in registers) += A (64 x 16, from its descriptor) * B (16 x 128, from its descriptor), both
+// K-major (no transpose); issued by all 128 threads of the warpgroup, asynchronously.
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long a, unsigned long long b)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, p, 1, 1, 0, 0;\n}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N_>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N_) : "memory");
+}
+
+// One BK = 64 deep slab of the 128 x 128 tile: per k16 step, the A descriptor of each 64-row half (8,192 bytes
+// apart) against the same B descriptor, each advanced by 16 bf16 = 32 bytes along the swizzled rows.
+__device__ __forceinline__ void multiply_slab(float (&d)[2][64], unsigned a_tile, unsigned b_tile)
+{
+#pragma unroll
+    for (int k = 0; k < BK / 16; ++k) {
+        wgmma_m64n128k16(d[0], descriptor(a_tile + k * 32), descriptor(b_tile + k * 32));
+        wgmma_m64n128k16(d[1], descriptor(a_tile + 64 * 128 + k * 32), descriptor(b_tile + k * 32));
+    }
+}
+
+// A 64 x 128 accumulator to C: warp w of the warpgroup (thread t of it) holds rows 16 w to 16 w + 15; in each
+// 8-column group i a lane holds rows lane / 4 and lane / 4 + 8, columns 8 i + 2 (lane % 4) and the next.
+__device__ __forceinline__ void store_tile(float* C, const float (&d)[64], int t, int m0, int n0, int N)
+{
+    const int warp = t / 32, lane = t % 32;
+    const int row = m0 + 16 * warp + lane / 4;
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+        const int col = n0 + 8 * i + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(d[4 * i], d[4 * i + 1]);
+        *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(d[4 * i + 2], d[4 * i + 3]);
+    }
+}
+
+struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };   // the driver's tensor map, 128 bytes
+
+__device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+
+// The barrier's initialisation made visible to the TMA unit (the async proxy) before any copy completes on it.
+__device__ __forceinline__ void mbarrier_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One arrival that also tells the barrier how many bytes the copies completing on it will bring.
+__device__ __forceinline__ void mbarrier_expect_bytes(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+
+// Wait until the barrier's phase of parity `parity` has completed.
+__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity)
+{
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+
+// The TMA copy of the box at (inner, outer) of a 2-D tensor map into shared memory at dst, completing on bar.
+__device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap& map, int inner, int outer, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(bar)
+                 : "memory");
+}
+
+// The executing warpgroup's registers a thread set to N_ (a multiple of 8 from 24 to 256): .dec hands the rest
+// back to the block's pool, .inc waits until the pool holds what it asks.
+template <int N_>
+__device__ __forceinline__ void release_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N_)); }
+template <int N_>
+__device__ __forceinline__ void claim_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N_)); }
+
+extern "C" __global__ void __launch_bounds__(256, 2) hopper_specialised(float* C, const bf16* A, const bf16* B,
+                                                                        int M, int N, int K,
+                                                                        const __grid_constant__ CUtensorMap mapA,
+                                                                        const __grid_constant__ CUtensorMap mapB)
+{
+    extern __shared__ unsigned char dynamic[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const unsigned tiles = (smem(dynamic) + 1023) & ~1023u;   // the 128-byte swizzle's pattern repeats every 1024
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN, slabs = K / BK;
+    const int warpgroup = threadIdx.x / 128, t = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(smem(&full[s]), 1);    // the producer's arrive.expect_tx, then the copies' bytes
+            mbarrier_init(smem(&empty[s]), 1);   // the consumer warpgroup's release
+        }
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+    if (warpgroup == 0) {
+        release_registers<PRODUCER_REGISTERS>();
+        if (t == 0)
+            for (int kt = 0; kt < slabs; ++kt) {
+                const int s = kt % STAGES;
+                mbarrier_expect_bytes(smem(&full[s]), STAGE_BYTES);
+                tma_load(tiles + s * STAGE_BYTES, mapA, kt * BK, m0, smem(&full[s]));
+                tma_load(tiles + s * STAGE_BYTES + TILE_BYTES_A, mapB, kt * BK, n0, smem(&full[s]));
+            }
+    } else {
+        claim_registers<CONSUMER_REGISTERS>();
+        float d[2][64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) d[0][i] = d[1][i] = 0.0f;
+        for (int kt = 0; kt < slabs; ++kt) {
+            const int s = kt % STAGES;
+            mbarrier_wait(smem(&full[s]), (kt / STAGES) % 2);
+            wgmma_fence();
+            multiply_slab(d, tiles + s * STAGE_BYTES, tiles + s * STAGE_BYTES + TILE_BYTES_A);
+            wgmma_commit();
+            wgmma_wait<1>();   // the previous slab's wgmmas are done: its stage may be refilled
+            if (kt > 0 && t == 0)
+                mbarrier_arrive(smem(&empty[(kt - 1) % STAGES]));
+        }
+        wgmma_wait<0>();
+        store_tile(C, d[0], t, m0, n0, N);
+        store_tile(C, d[1], t, m0 + 64, n0, N);
+    }
+}
