@@ -6,8 +6,9 @@ on a machine without one (tests/tracks/test_hopper.py), so these tests are the f
 
 - the launches themselves, in this process (`graders.cuda_engine.child.Harness`): a probe kernel launched with a
   cluster of 2 blocks, 200,000 bytes of dynamic shared memory and a tensor map over A reads its cluster size, its
-  dynamic shared memory and the tile the TMA copied; a spec asking for more than the device's opt-in limit is
-  refused in words;
+  dynamic shared memory and the tile the TMA copied; a persistent launch (one block an SM, in clusters of two)
+  stores every box of C through a tensor map over the fp32 output in the 128-byte swizzle, as the persistent
+  step's epilogue does; a spec asking for more than the device's opt-in limit is refused in words;
 - every reference graded as a submission is (sandboxed child, cuBLAS bf16 timed in the same child): correct at every
   check shape, before and after timing; the TFLOP/s, ratio to cuBLAS and points at the spec's 4096^3 printed and
   written to ``benchmarks/results/hopper/hopper-<date-time>.json`` (and ``$OUT``) with the worklog's chart, the
@@ -79,6 +80,44 @@ extern "C" __global__ void probe(float* C, const bf16* A, const bf16* B, int M, 
 """
 
 
+# A persistent grid's blocks take the 64 x 32 boxes of C in turn; each writes its box into shared memory in the
+# 128-byte swizzle (the persistent reference's arithmetic) and stores it with a TMA store through the map over C.
+# C[r][c] = r * N + c + 65536 x gridDim.x: the store's place and swizzle, and the grid the launch gave.
+PROBE_STORE = r"""
+typedef unsigned short bf16;
+struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
+
+extern "C" __global__ void probe_store(float* C, const bf16* A, const bf16* B, int M, int N, int K,
+                                       const __grid_constant__ CUtensorMap mapC)
+{
+    extern __shared__ unsigned char dynamic[];
+    const unsigned box = ((unsigned)__cvta_generic_to_shared(dynamic) + 1023) & ~1023u;
+    const int across = N / 32;
+    for (int b = blockIdx.x; b < (M / 64) * across; b += gridDim.x) {
+        const int r0 = 64 * (b / across), c0 = 32 * (b % across);
+        for (int e = threadIdx.x; e < 64 * 32; e += blockDim.x) {
+            const int r = e / 32, byte = 4 * (e % 32);
+            const unsigned at = box + r * 128 + ((((byte >> 4) ^ (r % 8)) << 4) | (byte & 15));
+            const float value = (float)((r0 + r) * N + c0 + e % 32) + 65536.0f * gridDim.x;
+            asm volatile("st.shared.f32 [%0], %1;" :: "r"(at), "f"(value) : "memory");
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                         :: "l"(reinterpret_cast<unsigned long long>(&mapC)), "r"(c0), "r"(r0), "r"(box)
+                         : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+"""
+
+
 def probe_harness(features):
     from graders.cuda_engine.child import Harness
     from graders.cuda_engine.problems import problem
@@ -106,6 +145,27 @@ def test_a_cluster_dynamic_shared_memory_and_a_tensor_map_reach_the_kernel():
             assert (size, rank, smem) == (2, bx % 2, PROBE_SMEM), (by, bx)
             assert first == float(a[64 * by, 0]), (by, bx)
     torch.cuda.synchronize()
+
+
+def test_a_persistent_launch_gets_one_block_an_sm_and_stores_c_through_a_tensor_map():
+    """At 8 tiles of 128 x 64 the grid is 8 blocks; at 256 it is the SM count, in whole clusters of two."""
+    import torch
+
+    from graders.cuda_engine.extended_launch import LaunchFeatures, TensorMapSpec
+    features = LaunchFeatures(arch="sm_90a", dynamic_smem=9216, cluster=(2, 1),
+                              tensor_maps=(TensorMapSpec("C", (32, 64)),), persistent=True)
+    harness = probe_harness(features)
+    harness.load(PROBE_STORE, "probe_store")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for shape in [(128, 512, 64), (1024, 2048, 64)]:
+        inputs = harness.inputs(shape)
+        _, out = harness.output(shape)
+        harness.synchronize()
+        harness.launch(out, inputs, shape)
+        harness.synchronize()
+        blocks = max(2, min(shape[1] // 128 * (shape[0] // 64), sms) // 2 * 2)
+        expected = torch.arange(shape[0] * shape[1], device="cuda", dtype=torch.float32).view(shape[0], shape[1])
+        assert torch.equal(out, expected + 65536.0 * blocks), shape
 
 
 def test_more_dynamic_shared_memory_than_the_device_allows_is_refused_in_words():
