@@ -72,7 +72,7 @@ def independent_ratio(track: str, kernel: KernelSpec, reps: int) -> dict:
     from graders.cuda_engine.timing import SLEEP_CYCLES, l2_cache_bytes
 
     definition = problem(kernel.kind)
-    harness = Harness(definition, resolve_geometry(kernel, None, None, None), 0.5, seed=1)
+    harness = Harness(definition, resolve_geometry(kernel, None, None, None), 0.5, seed=1, features=kernel.launch)
     harness.load(kernel.reference.read_text(), kernel.function)
     shape = kernel.perf_shape
     inputs = harness.inputs(shape)
