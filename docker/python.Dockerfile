@@ -7,7 +7,8 @@ FROM ${BASE} AS install
 COPY . /wheels
 RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels "setuptools>=68" wheel \
- && /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels -r /wheels/requirements.txt
+ && /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels -r /wheels/requirements.txt \
+ && /opt/venv/bin/pip install --no-cache-dir --no-index --no-deps --find-links /wheels nvidia-cutlass==4.2.0.0
 
 FROM ${BASE}
 COPY --from=install /opt/venv /opt/venv

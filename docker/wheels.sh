@@ -20,9 +20,9 @@ torch=$(grep '^torch==' "$dest/requirements.txt")
 "$py" -m pip download --quiet --no-deps --only-binary=:all: --dest "$dest" "$torch+cpu" 2>/dev/null \
   || "$py" -m pip download --quiet --no-deps --only-binary=:all: --dest "$dest" \
        --index-url "${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}" "$torch+cpu"
-# libcudart, which numba-cuda loads even to run the simulator: a development machine or CI brings it with its
-# CUDA install (/usr/local/cuda-*), a bare image does not. The version of the pinned NVRTC.
-echo "nvidia-cuda-runtime==13.5.37" >> "$dest/requirements.txt"
+# CUTLASS's headers (the CUTLASS track), installed by the Dockerfile without their dependencies (pyproject.toml says
+# why): downloaded alone.
+"$py" -m pip download --quiet --no-deps --only-binary=:all: --dest "$dest" nvidia-cutlass==4.2.0.0
 # setuptools builds the project itself inside the image (no build isolation there: it would need an index).
 "$py" -m pip download --quiet --only-binary=:all: --find-links "$dest" --dest "$dest" -r "$dest/requirements.txt" \
   "setuptools>=68" wheel

@@ -1,0 +1,144 @@
+"""The CUTLASS track without a GPU: every reference and known-wrong solution compiled with NVRTC for sm_90a against
+CUTLASS's headers (`graders.cuda_engine.libraries`), the references' SASS showing what Hopper's GEMM needs (HGMMA,
+UTMALDG, SYNCS) within the structure child's compile limit; each known-wrong solution compiling, or not, as its
+``status:`` line says; the fp16 kind's inputs and baseline; the ``libraries`` key and the headers' lookup at their
+edges; the check cell's line. Whether the kernels are right and how fast they are is tests/gpu/test_cutlass_gpu.py's.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from graders import settings, tracks
+from graders.cuda_engine import libraries, sass
+from graders.cuda_engine.compile import CompileError, compile_cuda
+from graders.cuda_engine.grade import check
+from graders.cuda_engine.problems import problem
+from graders.cuda_engine.spec import SpecError, load_spec, parse_spec
+from graders.cuda_engine.structure import COMPILE_TIMEOUT_S
+
+SPEC = load_spec("cutlass")
+WRONG = {p.name: p for p in tracks.get("cutlass").wrong_solutions()}
+HOPPER_SASS = ("tensor_cores", "wgmma", "tma", "mbarrier")
+
+
+def _compile(kid: str, source: str):
+    kernel = SPEC.kernel(kid)
+    return compile_cuda(source, kernels=(kernel.function,), defines=kernel.geometry.defines(), arch=kernel.launch.arch,
+                        libraries=kernel.launch.libraries)
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[str, tuple]:
+    """Each reference and known-wrong solution compiled once: (the Compiled or the CompileError, seconds)."""
+    found = {}
+    sources = {f"{kid}.reference": (kid, k.reference) for kid, k in SPEC.kernels.items()}
+    sources |= {name: (tracks.graded_kernel(path), path) for name, path in WRONG.items()}
+    for name, (kid, path) in sources.items():
+        start = time.monotonic()
+        try:
+            outcome = _compile(kid, path.read_text())
+        except CompileError as exc:
+            outcome = exc
+        found[name] = (kid, outcome, time.monotonic() - start)
+    return found
+
+
+def test_the_spec_compiles_against_cutlass_for_sm_90a():
+    for kernel in SPEC.kernels.values():
+        assert kernel.launch.libraries == ("cutlass",) and kernel.launch.arch == "sm_90a"
+        assert kernel.launch.tensor_maps and kernel.launch.dynamic_smem == 132096
+    assert SPEC.targets == "provisional"
+    assert problem(SPEC.kernel("fp16").kind).signature == "(float* C, const f16* A, const f16* B, int M, int N, int K)"
+
+
+@pytest.mark.parametrize("kid", list(SPEC.kernels))
+def test_each_reference_compiles_without_spills_and_its_sass_is_hoppers(compiled, kid):
+    _, outcome, seconds = compiled[f"{kid}.reference"]
+    assert not isinstance(outcome, CompileError), str(outcome)
+    function = SPEC.kernel(kid).function
+    usage = outcome.resources[function]
+    assert usage.spill_stores in (0, None) and usage.spill_loads in (0, None)
+    failures, _ = sass.check(outcome.cubin, function, HOPPER_SASS, disassemble_always=False)
+    assert failures == []
+    instructions = set(re.findall(r"HGMMA\.[\w.]+", sass.disassemble(outcome.cubin)[function]))
+    assert instructions == {"HGMMA.64x128x16.F32.BF16" if kid == "bf16" else "HGMMA.64x128x16.F32"}   # fp16: no suffix
+    assert seconds < COMPILE_TIMEOUT_S   # the structure child's limit on one compile
+
+
+def test_each_known_wrong_solution_compiles_or_not_as_its_status_line_says(compiled):
+    for name, path in WRONG.items():
+        kid, outcome, _ = compiled[name]
+        statuses = tracks.expected_statuses(path)
+        if statuses == ("compile_error",):
+            assert isinstance(outcome, CompileError), name
+            assert "Not a canonical GMMA_K Layout" in str(outcome) and "of your_kernel.cu" in str(outcome)
+            continue
+        assert not isinstance(outcome, CompileError), f"{name}: {outcome}"
+        failures, _ = sass.check(outcome.cubin, SPEC.kernel(kid).function, HOPPER_SASS, disassemble_always=False)
+        if "unmet" in statuses:   # correct, but without the TMA and its barriers
+            assert any("UTMALDG" in f for f in failures) and any("SYNCS" in f for f in failures), name
+        else:                     # wrong only in what it computes: the GPU tells
+            assert failures == [], name
+    assert {tracks.graded_kernel(p) for p in WRONG.values()} == set(SPEC.kernels)
+
+
+def test_the_fp16_kind_multiplies_k_major_fp16_inputs():
+    import torch
+
+    definition = problem("f16gemm_kmajor")
+    a, b = definition.make_inputs((64, 128, 96), torch.Generator().manual_seed(0))
+    assert a.dtype == b.dtype == torch.float16 and a.stride() == (96, 1) and b.stride() == (1, 96)
+    out = torch.full((64, 128), float("nan"))
+    definition.baseline(out, [a, b])
+    assert definition.compare(out, definition.reference([a, b])) == ""
+
+
+def test_the_check_cell_compiles_against_cutlass(capsys, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_CPU_PREVIEW", "off")
+    check("cutlass", "fp16", SPEC.kernel("fp16").reference.read_text())
+    line = capsys.readouterr().out
+    assert "cutlass_gemm_fp16 compiles for sm_90a" in line and "no spills" in line
+
+
+def test_without_the_library_key_cutlass_is_not_found():
+    with pytest.raises(CompileError, match="cute/tensor.hpp"):
+        compile_cuda('#include <cute/tensor.hpp>\nextern "C" __global__ void k(float* x) { x[0] = 1.0f; }',
+                     kernels=("k",), arch="sm_90a")
+
+
+def test_the_libraries_key_names_known_libraries_only():
+    raw = {"assignment": {"name": "cutlass", "engine": "cuda", "targets": "provisional", "points_correct": 1,
+                          "points_perf": 2, "libraries": ["thrust"]},
+           "kernel": [{"id": "k", "function": "k", "kind": "f16gemm_kmajor", "check_shapes": [[128, 128, 64]],
+                       "perf_shape": [128, 128, 64], "block": [128, 1], "tile": [128, 128], "floor": 0.1,
+                       "target": 0.5}]}
+    with pytest.raises(SpecError, match="libraries must list names among"):
+        parse_spec(raw, SPEC.path)
+    raw["assignment"]["libraries"] = []
+    assert parse_spec(raw, SPEC.path).kernel("k").launch.libraries == ()
+
+
+def test_missing_headers_are_named_with_what_to_install(monkeypatch):
+    libraries.cutlass_include.cache_clear()
+    monkeypatch.setattr(libraries.importlib.util, "find_spec", lambda name: None)
+    try:
+        with pytest.raises(libraries.LibraryMissing, match="pip install --no-deps nvidia-cutlass==4.2.0.0"):
+            libraries.include_paths(("cutlass",))
+    finally:
+        monkeypatch.undo()
+        libraries.cutlass_include.cache_clear()
+    assert libraries.include_paths(()) == []
+    with pytest.raises(ValueError, match="unknown libraries"):
+        libraries.include_paths(("thrust",))
+
+
+def test_the_installed_headers_are_the_pinned_cutlass_and_every_install_says_so():
+    from importlib import metadata
+    assert metadata.version("nvidia-cutlass") == libraries.CUTLASS_VERSION
+    assert (libraries.cutlass_include() / "cute" / "atom" / "mma_traits_sm90_gmma.hpp").is_file()
+    requirement = libraries.INSTALL.removeprefix("pip install ")
+    for path in ("README.md", ".ci/run"):
+        assert requirement in (settings.ROOT / path).read_text(), path
