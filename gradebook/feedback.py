@@ -10,8 +10,11 @@ worklog), a chart follows the last of them: each kernel's ratio to the baseline 
 full marks (set from the reference's own measured ratio). Where kernels of a kind that names its number format
 were timed (the tensor-core track's precision menu: bf16, fp16, TF32, fp8), a precision table follows the
 chart: per kernel its format, time, throughput, the baseline's throughput in that format, the ratio, its share
-of the instruction ceiling, and the largest errors its correct checks measured. All are ordinary notebook
-outputs, so nbgrader's HTML export embeds them (the chart as a PNG).
+of the instruction ceiling, and the largest errors its correct checks measured. Where a timed kernel is a rung of
+the abstraction ladder (`graders.ladder`: the fp16 GEMM in CUDA C++, Triton, CUTLASS and TileLang), the ladder's
+table and chart follow: the kernel's lines of code, TFLOP/s and share of cuBLAS beside the other rungs' references
+from the newest ladder record. All are ordinary notebook outputs, so nbgrader's HTML export embeds them (the charts
+as PNGs).
 
 `FeedbackExporter` (``GenerateFeedback.exporter_class``) writes nbgrader's feedback page with each graded cell
 named in its summary (`cell_names`: "Puzzle 1: Map — correct on fresh inputs and more sizes", where nbgrader writes
@@ -34,6 +37,9 @@ from nbformat.v4 import new_output
 from traitlets import Bool, default
 
 from graders.autograde import graded_cells, stored_results
+from graders.ladder import chart_png as ladder_chart
+from graders.ladder import latest_record, rows, rung_of
+from graders.ladder import table_html as ladder_table
 from graders.notebook import graded_what
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -141,8 +147,8 @@ def chart_png(results: list[dict]) -> bytes:
 
 
 class PerformanceFeedback(Preprocessor):
-    """Adds each timed kernel's table under its graded cell, and the ladder's chart and the precision table
-    after the last one.
+    """Adds each timed kernel's table under its graded cell, and the ladder's chart, the precision table and the
+    abstraction ladder's table and chart after the last one.
 
     An nbconvert preprocessor, on by default as nbgrader's are. Not an `NbGraderPreprocessor`: that class
     redeclares nbconvert's ``display_data_priority`` without ``config=True``, so the HTML exporter's setting
@@ -166,6 +172,17 @@ class PerformanceFeedback(Preprocessor):
         if formats:
             timed[-1][0].outputs.append(new_output("display_data", data={
                 "text/html": precision_table(formats), "text/plain": "your kernels by number format"}))
+        assignment = (resources or {}).get("nbgrader", {}).get("assignment")
+        for result in ladder:
+            rung = rung_of(assignment, result["test"])
+            if rung:
+                record = latest_record()
+                found = rows(rung, result, record)
+                timed[-1][0].outputs += [
+                    new_output("display_data", data={"text/html": ladder_table(found, record),
+                                                     "text/plain": "the abstraction ladder, rung by rung"}),
+                    new_output("display_data", data={"image/png": base64.b64encode(ladder_chart(found)).decode(),
+                                                     "text/plain": "the abstraction ladder's chart"})]
         return nb, resources
 
 

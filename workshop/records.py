@@ -172,6 +172,8 @@ WORKLOGS = {
                                            "baseline": "cuBLAS in each step's format (fp32 out)"}},
     "hopper": {"goal": 1.0, "chart": {"title": "The Hopper worklog", "panel": "bf16 GEMM, fp32 accumulate (sm_90a)",
                                       "baseline": "cuBLAS bf16 (fp32 out)"}},
+    "cutlass": {"goal": 0.95, "chart": {"title": "The CUTLASS rung", "panel": "bf16 and fp16 GEMM in CuTe (sm_90a)",
+                                        "baseline": "cuBLAS in each kernel's format (fp32 out)"}},
 }
 
 

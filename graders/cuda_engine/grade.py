@@ -44,6 +44,7 @@ from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, still_the_stub
+from graders.ladder import lines_of_code
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.starvation import refuse_starved
@@ -90,6 +91,7 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
     it under compute-sanitizer (`sanitized`; not with ``sanitize=False`` or ``WORKSHOP_SANITIZE=off``) and
     apply its spec's counter rule (`counted`; not with ``profile=False``).
 
+    ``details["lines_of_code"]`` counts the source's lines of code (`graders.ladder.lines_of_code`);
     ``details["phases"]`` has the seconds of each phase: the child's own (`graders.cuda_engine.child.Phases`:
     setup, cuda_start, compile, correctness, timing, recheck), ``child_start`` (the rest of the child's wall
     time: the sandbox, Python and the request's way in and out), ``sanitizer`` and ``ncu``."""
@@ -121,7 +123,8 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
         started = time.monotonic()
         result = counted(result, spec, kernel, request)
         phases["ncu"] = round(time.monotonic() - started, 3)
-    return dataclasses.replace(result, details=result.details | {"phases": phases})
+    return dataclasses.replace(result, details=result.details | {"phases": phases,
+                                                                 "lines_of_code": lines_of_code(source, "//")})
 
 
 def _rescored(result: GradeResult, kernel: KernelSpec, status: Status, message: str, *, correct: bool,

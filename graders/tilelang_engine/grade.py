@@ -26,6 +26,7 @@ from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import SpecError
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import NOT_WRITTEN, hidden_test
+from graders.ladder import lines_of_code
 from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import run_child
 from graders.tilelang_engine.kernel_source import TileLangKernel, TileLangSourceError, kernel_from_function
@@ -45,7 +46,8 @@ def _child_env() -> dict[str, str]:
 def grade_tilelang(assignment: str | Path, kernel_id: str, kernel, *, budget_s: float | None = None,
                    timeout_s: float | None = None, memory_fraction: float = 0.25) -> GradeResult:
     """Compile, check and time one TileLang kernel in a sandboxed GPU child; ``details["phases"]`` as the CUDA
-    C++ engine's (the child's own and ``child_start``)."""
+    C++ engine's (the child's own and ``child_start``); ``details["lines_of_code"]`` as `graders.ladder.lines_of_code`
+    counts."""
     spec = load_tilelang_spec(assignment)
     kernel_spec = spec.kernel(kernel_id)
     try:
@@ -63,7 +65,8 @@ def grade_tilelang(assignment: str | Path, kernel_id: str, kernel, *, budget_s: 
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     result = result_from_child(child, spec, kernel_spec, limit, seed)
-    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
+    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child),
+                                                                 "lines_of_code": lines_of_code(source.source, "#")})
 
 
 @hidden_test(alone=True)

@@ -29,6 +29,7 @@ from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import SpecError
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import NOT_WRITTEN, hidden_test
+from graders.ladder import lines_of_code
 from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import run_child
 from graders.triton_engine.kernel_source import TritonKernel, TritonSourceError, kernel_from_function
@@ -51,7 +52,7 @@ def grade_triton(assignment: str | Path, kernel_id: str, kernel, launch: dict | 
                  budget_s: float | None = None, timeout_s: float | None = None,
                  memory_fraction: float = 0.25) -> GradeResult:
     """Check and time one Triton kernel in a sandboxed GPU child; ``details["phases"]`` as the CUDA C++ engine's
-    (the child's own and ``child_start``)."""
+    (the child's own and ``child_start``); ``details["lines_of_code"]`` as `graders.ladder.lines_of_code` counts."""
     spec = load_triton_spec(assignment)
     kernel_spec = spec.kernel(kernel_id)
     try:
@@ -71,7 +72,8 @@ def grade_triton(assignment: str | Path, kernel_id: str, kernel, launch: dict | 
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     result = result_from_child(child, spec.assignment, kernel_spec, limit, seed)
-    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
+    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child),
+                                                                 "lines_of_code": lines_of_code(source.source, "#")})
 
 
 @hidden_test(alone=True)

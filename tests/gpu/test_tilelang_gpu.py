@@ -1,31 +1,24 @@
 """The TileLang track on a real GPU: each reference and each known-wrong solution graded by the engine
 (`graders.tilelang_engine.grade.grade_tilelang`, one sandboxed child each, TileLang compiling there with nvcc for
-the GPU's architecture), the check cell on the GPU, the ladder's rungs side by side (the fp16 GEMM in CUDA C++,
-Triton and TileLang, each its track's reference: lines of code, TFLOP/s, share of cuBLAS, a record and its chart), and the track autograded by nbgrader: the reference full
+the GPU's architecture), the check cell on the GPU, and the track autograded by nbgrader: the reference full
 marks, the untouched stub 0, each known-wrong solution exactly its ``expect:`` points. Records go to
-benchmarks/results/tilelang/.
+benchmarks/results/tilelang/. The ladder's rungs side by side (TileLang's GEMM among them):
+tests/gpu/test_cutlass_gpu.py.
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_tilelang_gpu.py -x -q -s`` (``-s`` shows the
 reports). ``WORKSHOP_PERF_BUDGET_S`` (default here 1.5 s) is the timing budget per kernel.
 """
 from __future__ import annotations
 
-import ast
 import os
-import shutil
 
 import pytest
 
 from graders import tracks
-from graders.cuda_engine import grade as cuda_grade
 from graders.cuda_engine.grade import report
-from graders.cuda_engine.spec import load_spec
 from graders.tilelang_engine import grade
 from graders.tilelang_engine.kernel_source import kernel_from_cell
 from graders.tilelang_engine.spec import load_tilelang_spec
-from graders.triton_engine import grade as triton_grade
-from graders.triton_engine.kernel_source import kernel_from_cell as triton_kernel_from_cell
-from graders.triton_engine.spec import load_triton_spec
 from workshop.course import Autograding, Course, stderr_text
 from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers, wrong_groups
@@ -42,38 +35,6 @@ def _graded(kid: str, path) -> dict:
                                   budget_s=BUDGET_S)
     print(f"\n{path.name}\n{report(result)}")
     return result.as_dict()
-
-
-def lines_of_code(source: str, comment: str = "#") -> int:
-    """Lines of a kernel's source that are code: neither blank nor comments (nor, in Python, docstrings)."""
-    docstrings = set()
-    if comment == "#":
-        docstrings = {n.value.lineno for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Expr)
-                      and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)}
-    return sum(1 for number, line in enumerate(source.split("\n"), start=1)
-               if line.strip() and not line.strip().startswith(comment) and number not in docstrings)
-
-
-def chart(rungs: dict, gpu: str, path) -> None:
-    """The ladder's rungs: each one's lines of code, and its share of cuBLAS (its TFLOP/s on the bar)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(rungs)
-    fig, (lines, shares) = plt.subplots(1, 2, figsize=(10, 4))
-    lines.bar(names, [rungs[n]["lines_of_code"] for n in names], color="tab:blue")
-    lines.set_ylabel("lines of kernel code")
-    bars = shares.bar(names, [100 * rungs[n]["share_of_cublas"] for n in names], color="tab:green")
-    for bar, n in zip(bars, names):
-        shares.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{rungs[n]['tflops']:.0f} TFLOP/s",
-                    ha="center", va="bottom", fontsize=8)
-    shares.axhline(100, color="black", linestyle="--", linewidth=1)
-    shares.set_ylabel("% of cuBLAS")
-    fig.suptitle(f"The abstraction ladder's fp16 GEMM at 4096^3 on {gpu}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 @pytest.fixture(scope="module")
@@ -103,40 +64,6 @@ def test_the_check_cell_runs_on_the_gpu(monkeypatch):
     kernel = SPEC.kernel("softmax")
     mark, line = grade.checked("tilelang", "softmax", kernel_from_cell(kernel.reference.read_text(), kernel.function))
     assert mark == "✓" and "on the GPU" in line, line
-
-
-def test_the_rungs_side_by_side(references):
-    """The fp16 GEMM at 4096^3 on three rungs, each its track's reference graded here: CUDA C++ (the tensor-core
-    worklog's fp16 step: mma.sync, fp32 out), Triton and TileLang (fp16 out); lines of code, TFLOP/s and the share of
-    the cuBLAS GEMM each is timed against, in one record and its chart."""
-    cuda = load_spec("tensorcores").kernel("fp16")
-    cuda_source = cuda.reference.read_text()
-    triton_spec = load_triton_spec("triton").assignment.kernel("matmul_fp16")
-    triton_kernel = triton_kernel_from_cell(triton_spec.reference.read_text(), triton_spec.function)
-    tilelang_kernel = kernel_from_cell(SPEC.kernel("matmul_fp16").reference.read_text(), "matmul_fp16")
-    graded = [("CUDA C++", cuda_grade.grade_kernel("tensorcores", "fp16", cuda_source, budget_s=BUDGET_S,
-                                                   sanitize=False, profile=False).as_dict(),
-               lines_of_code(cuda_source, "//")),
-              ("Triton", triton_grade.grade_triton("triton", "matmul_fp16", triton_kernel, budget_s=BUDGET_S).as_dict(),
-               lines_of_code(triton_kernel.source)),
-              ("TileLang", references["matmul_fp16"], lines_of_code(tilelang_kernel.source))]
-    rungs, gpu = {}, "?"
-    for rung, result, lines in graded:
-        assert result["status"] == "ok", f"{rung}: {result['message']}"
-        timing = result["timing"]
-        gpu = result.get("environment", {}).get("gpu", gpu)
-        rungs[rung] = {"lines_of_code": lines, "tflops": timing["kernel"]["throughput"] / 1e12,
-                       "cublas_tflops": timing["baseline"]["throughput"] / 1e12, "share_of_cublas": timing["ratio"],
-                       "shape": timing["shape"]}
-    for rung, row in rungs.items():
-        print(f"{rung:>9}: {row['lines_of_code']:3d} lines, {row['tflops']:6.1f} TFLOP/s, "
-              f"{100 * row['share_of_cublas']:5.1f}% of cuBLAS ({row['cublas_tflops']:.1f} TFLOP/s)")
-    path = write_gpu_record("tilelang-ladder-gemm", "the fp16 GEMM at 4096^3 on the CUDA C++, Triton and TileLang "
-                            "rungs: lines of code, TFLOP/s, share of cuBLAS", {"rungs": rungs},
-                            dists=("tilelang", "triton"), folder="tilelang")
-    chart(rungs, gpu, path.with_suffix(".png"))
-    if os.environ.get("OUT"):
-        shutil.copy(path.with_suffix(".png"), os.environ["OUT"])
 
 
 @pytest.fixture(scope="module")
