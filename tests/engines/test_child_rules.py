@@ -367,7 +367,8 @@ def test_a_kernel_is_compiled_for_this_gpu_with_the_launch_defines(cuda, monkeyp
     assert bench.arch == "sm_90"
     assert bench.load("src", "transpose_padded") == {"arch": "sm_90", "resources": {"r": 1}}
     assert calls == [("src", {"kernels": ("transpose_padded",), "defines": PADDED.geometry.defines(),
-                              "arch": "sm_90", "lineinfo": False})]   # line information only for a tool's report
+                              "arch": "sm_90", "lineinfo": False,   # line information only for a tool's report
+                              "libraries": ()})]                    # header libraries only where the spec names them
     assert bench.kernel == "the kernel" and bench.compiled is compiled
     assert ("object_code.get_kernel", ("transpose_padded",), {}) in compiled.log
 

@@ -380,7 +380,8 @@ def compiler(monkeypatch):
     whether ptxas reported on the kernel; every compile is recorded."""
     state = {"gpu": None, "report": True, "calls": []}
 
-    def compile_cuda(source, *, kernels, defines, arch):
+    def compile_cuda(source, *, kernels, defines, arch, libraries):
+        assert libraries == ()   # no header libraries but where a spec names them (the CUTLASS track)
         state["calls"].append((source, kernels, defines, arch))
         resources = {kernels[0]: Resources(40, 8192, 0, 4, 8)} if state["report"] else {}
         return Compiled(b"", arch, resources | {"other": Resources(1, 0, 0, 0, 0)}, "")
