@@ -1,6 +1,8 @@
 """The ``no_tensor_cores`` SASS requirement (`graders.cuda_engine.sass`) on hand-written SASS: every tensor-core
 opcode of the table is counted, with or without a predicate, and nothing else is; the sentence a student reads.
-The ``e4m3`` requirement: QMMA/QGMMA .E4M3, or sm_90's F2FP.F16.E4M3 conversions with HMMA, and nothing else."""
+The ``e4m3`` requirement: QMMA/QGMMA .E4M3, or sm_90's F2FP.F16.E4M3 conversions with HMMA, and nothing else. The
+Hopper requirements ``setmaxnreg`` (USETMAXREG both ways), ``multicast`` (UTMALDG.MULTICAST) and ``tma_store``
+(UTMASTG), on the lines ptxas writes for them."""
 from __future__ import annotations
 
 import pytest
@@ -82,3 +84,31 @@ def test_e4m3_in_a_comment_is_no_instruction():
     assert E4M3("// QMMA.16832.F32.E4M3.E4M3 R4, R8, R12, R4\n" + line(0x10, "HMMA.16816.F32 R4, R4, R16, RZ"), {})
     assert sass.REQUIREMENTS["e4m3"][1] == ("e4m3 operands on the tensor cores (QMMA .E4M3; on sm_90, F2FP.F16.E4M3 "
                                             "conversions and fp16 HMMA)")
+
+
+# --- the Hopper worklog's warp-specialised steps ----------------------------------------------------------
+
+SETMAXNREG, MULTICAST, TMA_STORE = (sass.REQUIREMENTS[r][0] for r in ("setmaxnreg", "multicast", "tma_store"))
+RELEASE, CLAIM = "USETMAXREG.DEALLOC.CTAPOOL 0x28", "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8"
+
+
+def sass_of(*instructions: str) -> str:
+    return "\n".join(line(16 * i, op) for i, op in enumerate(instructions))
+
+
+def test_setmaxnreg_needs_registers_released_and_claimed():
+    assert SETMAXNREG(sass_of(RELEASE, "BRA 0x40", CLAIM), {}) == ""
+    for one_way in ([RELEASE], [CLAIM], []):
+        assert SETMAXNREG(sass_of(*one_way, "EXIT"), {}).startswith("its warpgroups do not move registers: ")
+
+
+def test_multicast_is_a_multicast_tma_load():
+    assert MULTICAST(sass_of("UTMALDG.2D [UR8], [UR12]", "UTMALDG.2D.MULTICAST [UR8], [UR12], UR4"), {}) == ""
+    assert MULTICAST(sass_of("UTMALDG.2D [UR8], [UR12]"), {}).startswith(
+        "no tile is multicast to the blocks of a cluster: the SASS has no UTMALDG.MULTICAST")
+
+
+def test_tma_store_is_a_utmastg():
+    assert TMA_STORE(sass_of("STS.64 [R3], R4", "UTMASTG.2D [UR12], [UR4]"), {}) == ""
+    assert TMA_STORE(sass_of("STG.E.64 desc[UR4][R2.64], R4"), {}).startswith(
+        "its tile of C is not stored by the tensor memory accelerator: the SASS has no UTMASTG")
