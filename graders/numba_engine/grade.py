@@ -9,7 +9,8 @@ Each call sends the kernel's source to a fresh child process (see `graders.sandb
 limit, so a kernel that hangs, crashes or exhausts memory costs only its own puzzle. On the simulator, during
 `nbgrader autograde` (a `graders.sandbox.session.SessionPool`), that process is a fork of a child that has
 imported numba and the grader once and never runs a kernel itself, so each puzzle still starts from an
-untouched process, without paying for the imports again. A child the worker was too busy
+untouched process, without paying for the imports again; so it is for the notebook's own checks, in one session
+kept for the notebook's kernel (`graders.sandbox.session.process_session`). A child the worker was too busy
 to run (`graders.sandbox.starvation`) runs again with a longer limit, and when it is starved again grading stops
 with `WorkerStarved`: a busy worker is never the kernel's timeout. A failed hidden test
 raises `PuzzleFailed` with a message the student can act on; nbgrader scores the cell 0. A passed one
@@ -53,6 +54,7 @@ from graders.numba_engine import catalogue
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
 from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.result import GradeResult, Status, hidden_seed, publish
+from graders.sandbox.session import process_session
 from graders.sandbox.starvation import run_child_unstarved
 
 PUBLIC_SEED = 2024          # public checks use fixed inputs; hidden tests draw a fresh seed every grading
@@ -250,11 +252,13 @@ def _failure(run: GradeResult) -> str:
 
 
 def _public(puzzle_id: str, kernel) -> tuple[GradeResult, GradeResult | None]:
-    """(the public run, the public access count or None while the kernel is not correct)."""
-    run = _run(puzzle_id, kernel, "public", target())
-    if run.status not in CORRECT:
-        return run, None
-    return run, run if run.target == "sim" else _limits_run(puzzle_id, kernel, "public")
+    """(the public run, the public access count or None while the kernel is not correct), in the notebook's
+    session."""
+    with process_session():
+        run = _run(puzzle_id, kernel, "public", target())
+        if run.status not in CORRECT:
+            return run, None
+        return run, run if run.target == "sim" else _limits_run(puzzle_id, kernel, "public")
 
 
 def _skipped(puzzle_id: str) -> bool:

@@ -12,9 +12,14 @@ sandbox), died, answered too much or said it cannot serve again (``again``: afte
 when a request asks for other caps or another environment. Nothing outlives the session: `close` (its
 ``with`` block's end) kills the child. A session serves one submission, so only that submission's own kernels
 ever share a process.
+
+A notebook's own checks (a student's kernel, in the student's Jupyter kernel: nothing there scores) run in
+`process_session`: one session for the life of the process, for requests answered by forks, so that each check
+is a fork of a child that started once rather than a new sandbox and Python.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -190,3 +195,27 @@ class SessionPool:
     @property
     def started(self) -> int:
         return sum(held.started for held in self._all)
+
+
+_process_session: ChildSession | None = None
+_process_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def process_session():
+    """Within it, requests answered by forks (``forked``) go to one session kept for the life of this process
+    (closed at its exit), one call at a time; inside a session already (the trusted grader's), that one. For a
+    notebook's own checks, where every request is the student's own kernel."""
+    global _process_session
+    if current(forked=True) is not None:
+        yield
+        return
+    with _process_lock:
+        if _process_session is None:
+            _process_session = ChildSession(forked_only=True)
+            atexit.register(_process_session.close)
+        outer, _local.session = getattr(_local, "session", None), _process_session
+        try:
+            yield
+        finally:
+            _local.session = outer

@@ -2,6 +2,9 @@
 each with a fresh child's limit and caps, and a fresh process follows any request that left it unfit."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import uuid
 
@@ -10,7 +13,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from graders import autograde, hidden_tests
 from graders.sandbox import capped_output
 from graders.sandbox.run import run_child
-from graders.sandbox.session import ChildSession, SessionPool, current
+from graders.sandbox.session import ChildSession, SessionPool, current, process_session
 from graders.submission import Submission
 from tests.processes import processes_with
 
@@ -189,3 +192,31 @@ def test_only_forked_requests_go_to_a_pools_sessions(fake_env):
             assert fork(fake_env).ok and fork(fake_env).ok and held.started == 1
         assert current(forked=True) is None
     assert _gone("--fork-serve")
+
+
+def test_a_notebooks_checks_are_forks_of_one_child_kept_for_its_process(fake_env):
+    """`process_session`: forked requests of separate calls share one serving child (a fork each), other requests
+    get fresh children, and inside a grader's session that session serves."""
+    with process_session():
+        first = fork(fake_env).answer
+        assert ask(fake_env).answer["served"] == 1 and current() is None
+    with process_session():
+        second = fork(fake_env).answer
+    assert first["imported_by"] == second["imported_by"] and first["pid"] != second["pid"]
+    with ChildSession() as grading, process_session():
+        assert fork(fake_env).answer["imported_by"] != first["imported_by"] and grading.started == 1
+
+
+def test_the_notebooks_child_ends_with_its_process(fake_env):
+    marker = f"kw-notebook-{uuid.uuid4().hex[:12]}"
+    env = fake_env | {"KW_MARKER": marker}
+    script = ("import json, sys\nfrom graders.sandbox.run import run_child\n"
+              "from graders.sandbox.session import process_session\n"
+              "with process_session():\n"
+              f"    print(run_child({SERVED!r}, {{}}, timeout_s=30, env=json.loads(sys.argv[1]), forked=True).status)\n"
+              "from tests.processes import processes_with\n"
+              f"print(len(processes_with({marker!r})) > 0)")
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(env)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["ok", "True"], done.stdout + done.stderr   # alive until its process ends
+    assert _gone(marker)
