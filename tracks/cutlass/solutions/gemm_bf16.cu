@@ -4,10 +4,10 @@
 // partitions them into wgmma descriptors and the C tile into each thread's accumulators; thread 0 keeps STAGES
 // slabs in flight with TMA copies that complete on full barriers, and every thread frees a slab on its empty
 // barrier once its wgmmas have read it. Hypothesis: the templates derive the descriptors, the swizzle and the
-// accumulators' layout that W2 wrote by hand, so a 128 x 128 tile on two warpgroups (twice W2's) is a change of
-// two numbers, and the fp16 GEMM a change of one type.
-// The launch: 128 x 2 threads (two warpgroups) on a 128 x 128 tile of C, BK = 64, STAGES = 4. Assumes M and N
-// multiples of 128, K of 64.
+// accumulators' layout that W2 wrote by hand, so a 128 x 256 tile on two warpgroups (four times W2's 64 x 128, each
+// wgmma 64 x 256 x 16) is a change of two numbers, and the fp16 GEMM a change of one type.
+// The launch: 128 x 2 threads (two warpgroups) on a 128 x 256 tile of C, BK = 64, STAGES = 4. Assumes M a
+// multiple of 128, N of 256, K of 64.
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
@@ -33,8 +33,8 @@ cutlass_gemm_bf16(float* C, const bf16* A, const bf16* B, int M, int N, int K,
     Tensor sA = make_tensor(make_smem_ptr(tiles), sA_layout);       // (BM, BK, STAGES)
     Tensor sB = make_tensor(make_smem_ptr(tiles_B), sB_layout);     // (BN, BK, STAGES)
 
-    // wgmma 64 x BN x 16 from shared memory (the selector picks the instruction for the types), a warpgroup per
-    // 64 rows of the tile.
+    // wgmma 64 x BN x 16 from shared memory (the selector picks the instruction for the types and tile), a
+    // warpgroup per 64 rows of the tile.
     TiledMMA mma = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<BN>, Int<BK>>>(),
                                   Layout<Shape<Int<BM / 64>, _1, _1>>{});
     const int thread = threadIdx.y * BLOCK_X + threadIdx.x;   // warpgroup threadIdx.y

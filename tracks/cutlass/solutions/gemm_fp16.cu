@@ -2,8 +2,8 @@
 // the TMA copies' bytes and the wgmma instruction (the selector's F32F16F16) follow from it. Hypothesis: the
 // templates carry the type through every layout and instruction, so the kernel is as fast in fp16 as in bf16, as
 // cuBLAS is.
-// The launch: 128 x 2 threads (two warpgroups) on a 128 x 128 tile of C, BK = 64, STAGES = 4. Assumes M and N
-// multiples of 128, K of 64.
+// The launch: 128 x 2 threads (two warpgroups) on a 128 x 256 tile of C, BK = 64, STAGES = 4. Assumes M a
+// multiple of 128, N of 256, K of 64.
 #include <cute/tensor.hpp>
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
@@ -29,8 +29,8 @@ cutlass_gemm_fp16(float* C, const f16* A, const f16* B, int M, int N, int K,
     Tensor sA = make_tensor(make_smem_ptr(tiles), sA_layout);       // (BM, BK, STAGES)
     Tensor sB = make_tensor(make_smem_ptr(tiles_B), sB_layout);     // (BN, BK, STAGES)
 
-    // wgmma 64 x BN x 16 from shared memory (the selector picks the instruction for the types), a warpgroup per
-    // 64 rows of the tile.
+    // wgmma 64 x BN x 16 from shared memory (the selector picks the instruction for the types and tile), a
+    // warpgroup per 64 rows of the tile.
     TiledMMA mma = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<BN>, Int<BK>>>(),
                                   Layout<Shape<Int<BM / 64>, _1, _1>>{});
     const int thread = threadIdx.y * BLOCK_X + threadIdx.x;   // warpgroup threadIdx.y
