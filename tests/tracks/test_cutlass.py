@@ -1,13 +1,18 @@
 """The CUTLASS track without a GPU: every reference and known-wrong solution compiled with NVRTC for sm_90a against
 CUTLASS's headers (`graders.cuda_engine.libraries`), the references' SASS showing what Hopper's GEMM needs (HGMMA,
 UTMALDG, SYNCS) within the structure child's compile limit; each known-wrong solution compiling, or not, as its
-``status:`` line says; the fp16 kind's inputs and baseline; the ``libraries`` key and the headers' lookup at their
-edges; the check cell's line. Whether the kernels are right and how fast they are is tests/gpu/test_cutlass_gpu.py's.
+``status:`` line says; CuTe's shared-memory layouts, evaluated on the host, putting every element where the tensor
+maps' 128-byte swizzle writes it (and the 64-byte atom's not); the fp16 kind's inputs and baseline; the ``libraries``
+key and the headers' lookup at their edges; the check cell's line. Whether the kernels are right and how fast they are is tests/gpu/test_cutlass_gpu.py's.
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +88,45 @@ def test_each_known_wrong_solution_compiles_or_not_as_its_status_line_says(compi
         else:                     # wrong only in what it computes: the GPU tells
             assert failures == [], name
     assert {tracks.graded_kernel(p) for p in WRONG.values()} == set(SPEC.kernels)
+
+
+# Every element's byte offset in CuTe's shared tiles (an smem pointer tensor, the swizzle applied to the address as on
+# the GPU) against where a TMA copy with the 128-byte swizzle puts element (m, k) of stage s: rows of 128 bytes, the
+# 16-byte chunk k / 8 at chunk (k / 8) ^ (m % 8).
+LAYOUTS = r"""
+#include <cstdio>
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+using namespace cute;
+using Element = cutlass::bfloat16_t;
+alignas(1024) static Element buffer[256 * 64 * 4];
+template <class Atom, int ROWS> long misplaced() {
+  Tensor t = make_tensor(make_smem_ptr(buffer), tile_to_shape(Atom{}, Shape<Int<ROWS>, _64, _4>{}));
+  long bad = 0;
+  for (int s = 0; s < 4; ++s) for (int m = 0; m < ROWS; ++m) for (int k = 0; k < 64; ++k) {
+    long tma = (long)s * ROWS * 128 + m * 128 + (((k / 8) ^ (m % 8)) * 16) + (k % 8) * 2;
+    bad += (char*)raw_pointer_cast(&t(m, k, s)) - (char*)buffer != tma;
+  }
+  return bad;
+}
+int main() {
+  printf("%ld %ld %ld\n", misplaced<GMMA::Layout_K_SW128_Atom<Element>, 128>(),
+         misplaced<GMMA::Layout_K_SW128_Atom<Element>, 256>(), misplaced<GMMA::Layout_K_SW64_Atom<Element>, 128>());
+}
+"""
+TOOLKIT = Path(os.environ.get("CUDA_HOME") or "/usr/local/cuda") / "include"
+
+
+@pytest.mark.skipif(not shutil.which("g++") or not (TOOLKIT / "crt" / "host_defines.h").is_file(),
+                    reason="needs g++ and a CUDA toolkit's headers (CuTe's host build includes cuda_runtime_api.h)")
+def test_cutes_swizzled_tiles_are_where_the_tensor_maps_put_each_element(tmp_path):
+    (tmp_path / "layouts.cpp").write_text(LAYOUTS)
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{libraries.cutlass_include()}", f"-I{TOOLKIT}",
+                    f"-I{TOOLKIT / 'cccl'}", "layouts.cpp", "-o", "layouts"], cwd=tmp_path, check=True)
+    a, b, wrong = map(int, subprocess.run([str(tmp_path / "layouts")], capture_output=True, text=True,
+                                          check=True).stdout.split())
+    assert (a, b) == (0, 0)   # A's 128 x 64 and B's 256 x 64 tiles, every stage
+    assert wrong > 0          # the known-wrong 64-byte atom's tiles are not the maps'
 
 
 def test_the_fp16_kind_multiplies_k_major_fp16_inputs():
