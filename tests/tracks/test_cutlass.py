@@ -3,7 +3,8 @@ CUTLASS's headers (`graders.cuda_engine.libraries`), the references' SASS showin
 UTMALDG, SYNCS) within the structure child's compile limit; each known-wrong solution compiling, or not, as its
 ``status:`` line says; CuTe's shared-memory layouts, evaluated on the host, putting every element where the tensor
 maps' 128-byte swizzle writes it (and the 64-byte atom's not); the fp16 kind's inputs and baseline; the ``libraries``
-key and the headers' lookup at their edges; the check cell's line. Whether the kernels are right and how fast they are is tests/gpu/test_cutlass_gpu.py's.
+key and the headers' lookup at their edges; the check cell's line. Whether the kernels are right and how fast they
+are is tests/gpu/test_cutlass_gpu.py's.
 """
 from __future__ import annotations
 
