@@ -33,7 +33,7 @@ class Rung:
 
 
 RUNGS = (Rung("CUDA C++", "tensorcores", "fp16", "//"), Rung("Triton", "triton", "matmul_fp16", "#"),
-         Rung("CUTLASS", "cutlass", "fp16", "//"), Rung("TileLang", "tilelang", "matmul_fp16", "#"))
+         Rung("CUTLASS", "cutlass", "ws", "//"), Rung("TileLang", "tilelang", "matmul_fp16", "#"))
 
 
 def lines_of_code(source: str, comment: str = "//") -> int:

@@ -27,7 +27,12 @@ from graders.cuda_engine.structure import COMPILE_TIMEOUT_S
 
 SPEC = load_spec("cutlass")
 WRONG = {p.name: p for p in tracks.get("cutlass").wrong_solutions()}
-HOPPER_SASS = ("tensor_cores", "wgmma", "tma", "mbarrier")
+
+
+def _requirements(kid: str) -> tuple[str, ...]:
+    """What a kernel's SASS must show: the kind's and the spec's requirements."""
+    kernel = SPEC.kernel(kid)
+    return tuple(dict.fromkeys((*problem(kernel.kind).sass_requirements, *kernel.sass_requirements)))
 
 
 def _compile(kid: str, source: str):
@@ -67,7 +72,7 @@ def test_each_reference_compiles_without_spills_and_its_sass_is_hoppers(compiled
     function = SPEC.kernel(kid).function
     usage = outcome.resources[function]
     assert usage.spill_stores in (0, None) and usage.spill_loads in (0, None)
-    failures, _ = sass.check(outcome.cubin, function, HOPPER_SASS, disassemble_always=False)
+    failures, _ = sass.check(outcome.cubin, function, _requirements(kid), disassemble_always=False)
     assert failures == []
     instructions = set(re.findall(r"HGMMA\.[\w.]+", sass.disassemble(outcome.cubin)[function]))
     assert instructions == {"HGMMA.64x256x16.F32.BF16" if kid == "bf16" else "HGMMA.64x256x16.F32"}   # fp16: no suffix
@@ -83,9 +88,11 @@ def test_each_known_wrong_solution_compiles_or_not_as_its_status_line_says(compi
             assert "Not a canonical GMMA_K Layout" in str(outcome) and "of your_kernel.cu" in str(outcome)
             continue
         assert not isinstance(outcome, CompileError), f"{name}: {outcome}"
-        failures, _ = sass.check(outcome.cubin, SPEC.kernel(kid).function, HOPPER_SASS, disassemble_always=False)
-        if "unmet" in statuses:   # correct, but without the TMA and its barriers
-            assert any("UTMALDG" in f for f in failures) and any("SYNCS" in f for f in failures), name
+        failures, _ = sass.check(outcome.cubin, SPEC.kernel(kid).function, _requirements(kid),
+                                 disassemble_always=False)
+        if "unmet" in statuses:   # correct, but without what its step's SASS must show
+            missing = ["USETMAXREG"] if kid == "ws" else ["UTMALDG", "SYNCS"]
+            assert all(any(m in f for f in failures) for m in missing) and len(failures) == len(missing), name
         else:                     # wrong only in what it computes: the GPU tells
             assert failures == [], name
     assert {tracks.graded_kernel(p) for p in WRONG.values()} == set(SPEC.kernels)

@@ -32,16 +32,17 @@ def test_every_rung_is_a_kernel_of_its_track():
              "triton": load_triton_spec("triton").assignment, "tilelang": load_tilelang_spec("tilelang")}
     for rung in ladder.RUNGS:
         assert specs[rung.track].kernel(rung.kernel).reference.is_file(), rung
-    assert ladder.rung_of("cutlass", "fp16").name == "CUTLASS" and ladder.rung_of("cutlass", "bf16") is None
+    assert ladder.rung_of("cutlass", "ws").name == "CUTLASS" and ladder.rung_of("cutlass", "fp16") is None
 
 
 def cutlass_result(tflops: float, lines: int) -> dict:
-    """The CUTLASS fp16 kernel's result as the CUDA engine records it at 4096^3 beside cuBLAS at 700 TFLOP/s."""
+    """The CUTLASS rung's result (its warp-specialised fp16 kernel) as the CUDA engine records it at 4096^3 beside
+    cuBLAS at 700 TFLOP/s."""
     timing = {"shape": [4096] * 3, "work_unit": "FLOP", "ratio": tflops / 700.0, "verified_launches": 30,
               "kernel": {"median_s": FLOP / (tflops * 1e12), "throughput": tflops * 1e12, "samples": 30},
               "baseline": {"name": "cuBLAS fp16 GEMM (torch.mm, fp32 out)", "median_s": FLOP / 700e12,
                            "throughput": 700e12, "samples": 30}, "ceiling": {}}
-    return GradeResult("fp16", Status.OK, target="gpu", details={
+    return GradeResult("ws", Status.OK, target="gpu", details={
         "timing": timing, "curve": {"floor": 0.3, "target": 0.8}, "lines_of_code": lines,
         "environment": {"gpu": "NVIDIA H200"}}).as_dict()
 
@@ -64,7 +65,7 @@ def record(tmp_path, monkeypatch) -> dict:
 
 def test_the_rows_put_the_students_kernel_in_its_rungs_place(record):
     assert ladder.latest_record() == record
-    rows = ladder.rows(ladder.rung_of("cutlass", "fp16"), cutlass_result(420.0, 55), record)
+    rows = ladder.rows(ladder.rung_of("cutlass", "ws"), cutlass_result(420.0, 55), record)
     assert list(rows) == ["CUDA C++: reference", "Triton: reference", "CUTLASS: your kernel", "TileLang: reference"]
     yours = rows["CUTLASS: your kernel"]
     assert yours["lines_of_code"] == 55 and yours["tflops"] == pytest.approx(420.0)
@@ -75,7 +76,7 @@ def test_the_rows_put_the_students_kernel_in_its_rungs_place(record):
 def test_without_a_record_the_other_rungs_are_unmeasured(tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "RESULTS", tmp_path)
     assert ladder.latest_record() is None
-    rows = ladder.rows(ladder.rung_of("cutlass", "fp16"), cutlass_result(420.0, 55), None)
+    rows = ladder.rows(ladder.rung_of("cutlass", "ws"), cutlass_result(420.0, 55), None)
     table = ladder.table_html(rows, None)
     assert "not measured on a GPU yet" in table and table.count(">?<") == 12
     assert ladder.chart_png(rows).startswith(b"\x89PNG")
@@ -83,7 +84,7 @@ def test_without_a_record_the_other_rungs_are_unmeasured(tmp_path, monkeypatch):
 
 def test_the_feedback_of_a_cutlass_notebook_has_the_ladders_table_and_chart(record):
     nb = new_notebook(cells=[graded_cell("bf16_score", [cutlass_result(500.0, 60) | {"test": "bf16"}]),
-                             graded_cell("fp16_score", [cutlass_result(420.0, 55)])])
+                             graded_cell("ws_score", [cutlass_result(420.0, 55)])])
     nb, _ = PerformanceFeedback().preprocess(nb, {"nbgrader": {"assignment": "cutlass"}})
     outputs = nb.cells[-1].outputs
     tables = [o["data"]["text/html"] for o in outputs if "workshop-ladder" in o.get("data", {}).get("text/html", "")]
@@ -97,6 +98,6 @@ def test_the_feedback_of_a_cutlass_notebook_has_the_ladders_table_and_chart(reco
 
 
 def test_other_notebooks_get_no_ladder(record):
-    nb = new_notebook(cells=[graded_cell("fp16_score", [cutlass_result(420.0, 55)])])
+    nb = new_notebook(cells=[graded_cell("ws_score", [cutlass_result(420.0, 55)])])
     nb, _ = PerformanceFeedback().preprocess(nb, {"nbgrader": {"assignment": "tensorcores_copy"}})
     assert not any("workshop-ladder" in o.get("data", {}).get("text/html", "") for o in nb.cells[-1].outputs)

@@ -27,7 +27,9 @@ pointer and a layout, and the same algebra describes a swizzled shared-memory ti
 each thread and the part of a tile a thread owns. Here you write W2's Hopper GEMM again (`wgmma` fed by TMA through a
 pipeline of `mbarrier`s) with CUTLASS {CUTLASS_VERSION}'s names instead of inline PTX: `GMMA::Layout_K_SW128_Atom`
 for the swizzle, a `TiledMMA` for the instruction and its partitions, `SM90_TMA_LOAD_2D` for the copy and
-`cutlass::arch::ClusterTransactionBarrier` for the barriers.
+`cutlass::arch::ClusterTransactionBarrier` for the barriers. Three steps: the pipeline in bf16, the same in fp16 (one
+type changed), and CUTLASS's warp-specialised schedule (a producer warpgroup and two consumers, registers moved with
+`setmaxnreg`).
 
 `C = A @ B` with `A` M x K row-major, `B` K x N stored column-major (`B[k][n]` at `B[n * K + k]`: both operands are
 K-major, as `wgmma` reads them), `C` M x N in fp32, row-major, accumulated in fp32, in bf16 and in fp16. Every
@@ -56,11 +58,20 @@ process on the grading GPU. Points: 1 for a correct kernel, the rest for speed, 
 the target, linear between. The SASS (read with `cuobjdump`) must show `HGMMA`, `UTMALDG` and `SYNCS`: a correct
 kernel without them keeps its correctness point only. A kernel that is wrong, crashes or hangs scores 0.
 
-**The ladder's worklog.** Your feedback tabulates the rungs of the fp16 GEMM at 4096^3: Triton's, CUTLASS's (your
-fp16 kernel: its lines of code, counted by the grader without blank and comment lines, its TFLOP/s and its share of
-cuBLAS) and TileLang's, the others from the references' measured records, with a chart of lines against speed.
+**The ladder's worklog.** Your feedback tabulates the rungs of the fp16 GEMM at 4096^3: hand-written CUDA C++'s,
+Triton's, CUTLASS's (your warp-specialised kernel: its lines of code, counted by the grader without blank and comment
+lines, its TFLOP/s and its share of cuBLAS) and TileLang's, the others from the references' measured records, with a
+chart of lines against speed.
 
 """ + nb.CUDA_CHECK_CELL
+
+
+def _warpgroups(kernel: KernelSpec) -> str:
+    """The block's warpgroups in words: how many, and their roles where the kernel is warp-specialised."""
+    count = kernel.geometry.block[0] * kernel.geometry.block[1] // 128
+    if kernel.warp_specialised:
+        return f"{count} warpgroups: a producer and {count - 1} consumers"
+    return f"{count} warpgroups, each its share of the tile"
 
 
 def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
@@ -80,7 +91,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
     sizes = ", ".join(" x ".join(map(str, s)) for s in kernel.check_shapes)
     lines = [f"## {n}. {title[:1].upper() + title[1:]}", "", what[:1].upper() + what[1:], "",
              f"**Hypothesis:** {hypothesis}", "",
-             f"* **Launch:** {g.block[0]} x {g.block[1]} threads per block ({g.block[1]} warpgroups), a {g.tile[1]} x "
+             f"* **Launch:** {g.block[0]} x {g.block[1]} threads per block ({_warpgroups(kernel)}), a {g.tile[1]} x "
              f"{g.tile[0]} tile of C per block{params}, {kernel.launch.dynamic_smem:,} bytes of dynamic shared "
              f"memory, compiled for {kernel.launch.arch} against CUTLASS {CUTLASS_VERSION}.",
              f"* **Tensor maps** (after `K`, in this order): {maps}.",
