@@ -46,16 +46,18 @@ def cutlass_include() -> Path:
 
 @functools.cache
 def cuda_includes() -> tuple[Path, ...]:
-    """The CUDA headers' folder and its ``cccl`` folder (CUTLASS includes both ``cuda/std/...`` and
-    ``cccl/cuda/std/...``): the nvidia wheels' where they hold ``cuda_fp16.h`` and libcu++, else the toolkit's."""
+    """The folder of ``cuda_fp16.h`` and its kin, and libcu++'s ``cccl`` folder with its parent (CUTLASS includes both
+    ``cuda/std/...`` and ``cccl/cuda/std/...``): the nvidia wheels' (``nvidia/cu13/include`` on any path, each wheel
+    perhaps in a folder of its own), else the toolkit's."""
     spec = importlib.util.find_spec("nvidia")
     wheels = [Path(p) / "cu13" / "include" for p in (spec.submodule_search_locations or [])] if spec else []
-    toolkit = [Path(os.environ.get("CUDA_HOME") or "/usr/local/cuda") / "include"]
-    for include in [*wheels, *toolkit]:
-        if (include / "cuda_fp16.h").is_file() and (include / "cccl" / "cuda" / "std" / "cstdint").is_file():
-            return include, include / "cccl"
-    raise LibraryMissing("the CUDA headers CUTLASS includes are not installed: pip install "
-                         "nvidia-cuda-runtime nvidia-cuda-cccl (pyproject.toml pins them), or a CUDA toolkit")
+    folders = [*wheels, Path(os.environ.get("CUDA_HOME") or "/usr/local/cuda") / "include"]
+    headers = next((f for f in folders if (f / "cuda_fp16.h").is_file()), None)
+    cccl = next((f / "cccl" for f in folders if (f / "cccl" / "cuda" / "std" / "cstdint").is_file()), None)
+    if headers is None or cccl is None:
+        raise LibraryMissing("the CUDA headers CUTLASS includes are not installed: pip install "
+                             "nvidia-cuda-runtime nvidia-cuda-cccl (pyproject.toml pins them), or a CUDA toolkit")
+    return tuple(dict.fromkeys((headers, cccl.parent, cccl)))
 
 
 def include_paths(libraries: tuple[str, ...]) -> list[str]:

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,35 @@ def test_missing_headers_are_named_with_what_to_install(monkeypatch):
     assert libraries.include_paths(()) == []
     with pytest.raises(ValueError, match="unknown libraries"):
         libraries.include_paths(("thrust",))
+
+
+def test_the_cuda_headers_and_libcu_may_come_from_folders_of_their_own(tmp_path, monkeypatch):
+    """The runtime's and CCCL's wheels installed each in a folder of its own (``pip install --target``), or only a
+    toolkit: each is found where it is."""
+    runtime, cccl, toolkit = (tmp_path / name for name in ("runtime", "cccl", "toolkit"))
+    (runtime / "nvidia" / "cu13" / "include").mkdir(parents=True)
+    (runtime / "nvidia" / "cu13" / "include" / "cuda_fp16.h").touch()
+    (cccl / "nvidia" / "cu13" / "include" / "cccl" / "cuda" / "std").mkdir(parents=True)
+    (cccl / "nvidia" / "cu13" / "include" / "cccl" / "cuda" / "std" / "cstdint").touch()
+    found = types.SimpleNamespace(submodule_search_locations=[str(runtime / "nvidia"), str(cccl / "nvidia")])
+    monkeypatch.setattr(libraries.importlib.util, "find_spec", lambda name: found)
+    monkeypatch.setenv("CUDA_HOME", str(toolkit))
+    libraries.cuda_includes.cache_clear()
+    try:
+        cccl_include = cccl / "nvidia" / "cu13" / "include"
+        assert libraries.cuda_includes() == (runtime / "nvidia" / "cu13" / "include", cccl_include,
+                                             cccl_include / "cccl")
+        found.submodule_search_locations = []
+        libraries.cuda_includes.cache_clear()
+        with pytest.raises(libraries.LibraryMissing, match="nvidia-cuda-runtime nvidia-cuda-cccl"):
+            libraries.cuda_includes()
+        (toolkit / "include" / "cccl" / "cuda" / "std").mkdir(parents=True)
+        (toolkit / "include" / "cccl" / "cuda" / "std" / "cstdint").touch()
+        (toolkit / "include" / "cuda_fp16.h").touch()
+        libraries.cuda_includes.cache_clear()
+        assert libraries.cuda_includes() == (toolkit / "include", toolkit / "include" / "cccl")
+    finally:
+        libraries.cuda_includes.cache_clear()
 
 
 def test_the_installed_headers_are_the_pinned_cutlass_and_every_install_says_so():
