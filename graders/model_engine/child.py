@@ -1,5 +1,6 @@
 """Child handler (run by `graders.sandbox.run.run_child`): check and time one ``ModelNew`` against its problem's
-reference ``Model``, in one sandboxed process that serves one request (the module defines no ``reusable``).
+reference ``Model``, in one sandboxed process that serves one request (the module defines no ``reusable``); on the
+CPU that process is a fork of one that imported torch and Triton once (`graders.sandbox.child`'s ``--fork-serve``).
 
 Order of work, each step what keeps a ``ModelNew`` from forging its result or its time:
 
@@ -40,6 +41,7 @@ from graders.model_engine.spec import ModelProblem, load_model_spec
 from graders.result import Status
 
 SOURCE_FILE = "<your ModelNew's cell>"
+FORK_PRELOAD = ("torch", "triton")   # imported once by a fork server (`graders.sandbox.child`): grading on the CPU
 WARMUP_CALLS = 2
 
 

@@ -14,6 +14,10 @@
   machine's CPU (Triton kernels in Triton's interpreter, ``TRITON_INTERPRET=1``). `assert_runs`, the public part
   of a graded cell, raises where `check` says ✗. Neither is the grade.
 
+On the CPU a child is a fork of a sandboxed process that imported torch and Triton once (``forked``): in the
+trusted grader's session of one submission, and for a notebook's checks, in one kept for the notebook's kernel
+(`graders.sandbox.session.process_session`); each fork starts from that untouched process.
+
 ``device="cpu"`` grades on this machine's CPU at the problem's ``cpu_sizes``, times with
 ``time.perf_counter_ns`` and leaves ``torch.compile`` out unless asked: those times say nothing of a GPU. The
 hidden test grades there only where ``WORKSHOP_TARGET=sim`` says so (`grading_device`: the tests of the
@@ -33,6 +37,7 @@ from graders.model_engine.source import ModelSource, ModelSourceError, model_fro
 from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
+from graders.sandbox.session import process_session
 
 CHILD = "graders.model_engine.child"
 STARTUP_S = 180.0   # child start: torch import, CUDA start, Triton and torch.compile compiles, the trials
@@ -137,7 +142,7 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str |
                "trials": trials or spec.trials, "timed_runs": timed_runs or spec.timed_runs}
     limit = timeout_s or settings.perf_budget_s(spec.time_budget_s) + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda",
-                      memory_bytes=MEMORY_BYTES)
+                      memory_bytes=MEMORY_BYTES, forked=device == "cpu")
     return result_from_child(child, spec, problem, limit, seed)
 
 
@@ -197,8 +202,9 @@ def checked(assignment: str | Path, problem_id: str, model) -> tuple[str, str]:
     request = {"spec_path": str(spec.path.resolve()), "problem_id": problem_id, "source": source.source,
                "seed": PUBLIC_SEED, "device": device, "mode": "check", "sizes": problem.cpu_sizes,
                "trials": CHECK_TRIALS}
-    child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_env(device), gpu=device == "cuda",
-                      memory_bytes=MEMORY_BYTES)
+    with process_session():   # on the CPU, a fork of the notebook's child (`forked`)
+        child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_env(device), gpu=device == "cuda",
+                          memory_bytes=MEMORY_BYTES, forked=device == "cpu")
     where = "on the GPU" if device == "cuda" else "on this machine's CPU, Triton kernels in Triton's interpreter"
     sizes = ", ".join(f"{name} = {value:g}" for name, value in problem.cpu_sizes.items())
     if child.status != "ok" or "error" in child.answer:

@@ -11,7 +11,8 @@ With ``--serve`` (`graders.sandbox.session`) it answers request after request, e
 ``reusable(answer)`` refuses (a module without ``reusable`` serves one request): a CUDA error, say, leaves
 the process unfit for the next one.
 
-With ``--fork-serve`` it never runs a request itself: it imports the handler's module once, then answers each
+With ``--fork-serve`` it never runs a request itself: it imports the handler's module once (and the modules its
+``FORK_PRELOAD`` names, what every request imports), then answers each
 request in a fork of itself, so every request starts from the same untouched process (what one request's
 code changes in memory is gone for the next) without paying for the imports again. It answers
 ``{"raw": TEXT, "exit": STATUS, "over": bool, "again": true}``: the fork's answer as written (at most
@@ -69,7 +70,9 @@ def fork_serve(channel, wiped: list[Path]) -> None:
     kept = set(_entries(wiped))
     for line in sys.stdin:
         message = json.loads(line)
-        importlib.import_module(message["handler"])   # once: every fork starts with it imported
+        module = importlib.import_module(message["handler"])   # once: every fork starts with it imported
+        for name in getattr(module, "FORK_PRELOAD", ()):   # and with what its requests all import
+            importlib.import_module(name)
         raw, status, over = _forked(message["handler"], message["request"], channel.fileno())
         _kill_leftovers()
         try:
