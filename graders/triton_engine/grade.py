@@ -9,7 +9,8 @@
   shapes on public inputs in a sandboxed child: on the GPU where there is one, else in Triton's interpreter
   on this machine's CPU (``TRITON_INTERPRET=1``), at the shapes of at most `PREVIEW_ELEMENTS` elements (a
   kind the interpreter cannot check, ``interpreter_gap`` of ``tracks/triton/problem.py``: ? and why). An
-  autotuned kernel runs its first config there. `assert_runs`, the public part of a graded cell, raises where `check` says ✗, so that ``nbgrader validate``
+  autotuned kernel runs its first config there; on the CPU the child is a fork of one kept for the notebook's
+  kernel, which imported torch and Triton once (`graders.sandbox.session.process_session`). `assert_runs`, the public part of a graded cell, raises where `check` says ✗, so that ``nbgrader validate``
   fails on a kernel the check finds wrong. Neither is the grade.
 
 ``WORKSHOP_PERF_BUDGET_S`` replaces the spec's ``time_budget_s`` as in the CUDA C++ engine.
@@ -32,6 +33,7 @@ from graders.hidden_tests import NOT_WRITTEN, hidden_test
 from graders.ladder import lines_of_code
 from graders.result import GradeResult, Status, hidden_seed
 from graders.sandbox.run import run_child
+from graders.sandbox.session import process_session
 from graders.triton_engine.kernel_source import TritonKernel, TritonSourceError, kernel_from_function
 from graders.triton_engine.spec import load_triton_spec, resolve_launch
 
@@ -117,7 +119,9 @@ def checked(assignment: str | Path, kernel_id: str, kernel, launch: dict | None 
     request = {"spec_path": str(spec.assignment.path.resolve()), "kernel_id": kernel_id, "source": source.source,
                "launch": launch, "seed": PUBLIC_SEED, "mode": "check",
                "device": "cuda" if gpu else "cpu", "shapes": shapes}
-    child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_child_env(interpret=not gpu), gpu=gpu)
+    with process_session():   # on the CPU, a fork of the notebook's child (`forked`)
+        child = run_child(CHILD, request, timeout_s=CHECK_TIMEOUT_S, env=_child_env(interpret=not gpu), gpu=gpu,
+                          forked=not gpu)
     where = "on the GPU" if gpu else "in Triton's interpreter on this machine's CPU"
     if child.status != "ok" or "error" in child.answer:
         found = ("?", f"{kernel_id}: the check did not finish: "
