@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     if args.command == "student-kit":
+        from graders.cuda_engine.libraries import INSTALL
         from workshop.staging import stage, student_files
         try:
             staged = stage(args.dest, student_files())
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"workshop student-kit: {args.dest} exists: name a new folder", file=sys.stderr)
             return 2
         print(f"{args.dest.resolve()}: {len(staged)} files, no solution, source notebook or gradebook; a student "
-              "installs it: python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/workshop jupyter-config")
+              f"installs it: python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/{INSTALL} && "
+              ".venv/bin/workshop jupyter-config")
         return 0
     if args.command == "grade-folder":
         return _grade_folder(args)
