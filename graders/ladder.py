@@ -29,11 +29,10 @@ class Rung:
     name: str
     track: str
     kernel: str         # the kernel id in the track's spec
-    comment: str        # how the rung's language starts a comment: "//" or "#"
 
 
-RUNGS = (Rung("CUDA C++", "tensorcores", "fp16", "//"), Rung("Triton", "triton", "matmul_fp16", "#"),
-         Rung("CUTLASS", "cutlass", "ws", "//"), Rung("TileLang", "tilelang", "matmul_fp16", "#"))
+RUNGS = (Rung("CUDA C++", "tensorcores", "fp16"), Rung("Triton", "triton", "matmul_fp16"),
+         Rung("CUTLASS", "cutlass", "ws"), Rung("TileLang", "tilelang", "matmul_fp16"))
 
 
 def lines_of_code(source: str, comment: str = "//") -> int:
