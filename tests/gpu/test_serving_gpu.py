@@ -11,8 +11,11 @@ on a machine without one (tests/tracks/test_serving.py), so these tests are the 
   roofline as a copy reaches it), ``torch.compile``'s fused kernel for the two fusions and the fp16 GEMV of the
   dequantised weights for W4A16;
 - the issue's goals: the fusions and paged decode at 85% of the copy or more, W4A16 at batch 1 at 80%, the fusions
-  faster than ``torch.compile``'s kernel (the FP8 GEMM's goal, 70% of ``torch._scaled_mm``, is recorded, not asserted:
-  its mma.sync reference cannot reach it on sm_90, where fp8 runs at full rate through wgmma only);
+  faster than ``torch.compile``'s kernel, the FP8 GEMM's fp8 wgmma reference at 70% of ``torch._scaled_mm``;
+- ``torch._scaled_mm`` itself (the FP8 GEMM's baseline, cuBLASLt without fast accumulation) within the kind's
+  fp32-accumulation tolerance at every check shape: Hopper's fp8 tensor cores accumulate with about 13 bits of
+  mantissa, and the reference promotes into fp32 every 64 products (an emulation puts that within the tolerance,
+  tests/tracks/test_serving.py); its errors are in the record;
 - every known-wrong solution ends in a status of its ``status:`` line with its ``expect:`` points;
 - nbgrader's grading of the notebook: the reference (every prefill-against-decode answer and every correctness
   point; full marks once the targets are measured), the untouched stub (0, an error in each graded cell) and the
@@ -38,6 +41,7 @@ SERVING = TRACK.problem_module()
 BUDGET_S = float(os.environ.get("SERVING_TEST_BUDGET_S", "2.0"))   # per grading here
 WRONG = TRACK.wrong_solutions()
 GOALS = {"rmsnorm": 0.85, "swiglu": 0.85, "paged_decode": 0.85, "w4a16_b1": 0.80}   # of the copy's bandwidth
+FP8_GOAL = 0.70   # of torch._scaled_mm's FLOP/s
 EVENT_RUNS = 20
 
 
@@ -91,6 +95,22 @@ def others_us(kernel_id: str) -> dict:
     return {}
 
 
+def scaled_mm_accuracy(kernel) -> dict:
+    """torch._scaled_mm's result at each check shape against the kind's reference: its verdict ('' within the
+    tolerance) and errors (the largest share of an element's bound, the relative Frobenius error)."""
+    from graders.cuda_engine.child import verdict
+    kind = problem(kernel.kind)
+    found = {}
+    for shape in kernel.check_shapes:
+        inputs = kind.make_inputs(shape, torch.Generator(device="cuda").manual_seed(1))
+        out = torch.empty(kind.out_shape(shape), device="cuda")
+        kind.baseline(out, inputs)
+        expected = kind.reference(inputs)
+        found["x".join(map(str, shape))] = {"verdict": verdict(kind, out, expected),
+                                            **kind.accuracy(out, expected)}
+    return found
+
+
 def row(kernel_id: str, result: dict) -> dict:
     """One step's line of the record: status, points, and where it was timed its times, bandwidths and ratios."""
     found = {"status": result["status"], "message": result.get("message", ""), "score": result["score"]}
@@ -113,7 +133,12 @@ def row(kernel_id: str, result: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def rows() -> dict:
+def scaled_mm_errors() -> dict:
+    return scaled_mm_accuracy(SPEC.kernel("fp8_gemm"))
+
+
+@pytest.fixture(scope="module")
+def rows(scaled_mm_errors) -> dict:
     found, checks, environment = {}, {}, None
     for kid, kernel in SPEC.kernels.items():
         result = grade(kid, kernel.reference.read_text())
@@ -121,6 +146,7 @@ def rows() -> dict:
         checks[kid] = result.get("checks", [])
         environment = environment or result.get("environment")
     fields = {"environment": environment, "targets_in_spec": SPEC.targets, "kernels": found,
+              "scaled_mm_accuracy": scaled_mm_errors,
               "flashinfer": "not installed: paged_decode's baseline is the gather + SDPA"}
     path = records.write_gpu_record("serving", "the serving track's references graded at the spec's shapes", fields,
                                     track="serving")
@@ -146,6 +172,17 @@ def test_every_reference_is_correct_at_every_check_shape(rows):
 def test_the_reference_reaches_the_issues_share_of_the_copy(rows, kernel_id):
     r = rows[kernel_id]
     assert r["fraction_of_copy"] >= GOALS[kernel_id], (r["kernel_throughput_g"], r["copy_gbs"])
+
+
+def test_the_fp8_reference_reaches_the_issues_share_of_scaled_mm(rows):
+    r = rows["fp8_gemm"]
+    assert r["ratio"] >= FP8_GOAL, (r["kernel_throughput_g"], r["ratio"])
+
+
+def test_scaled_mm_meets_the_fp8_kinds_tolerance(scaled_mm_errors):
+    """Where it does not, the kind's fp32-accumulation tolerance is stricter than cuBLASLt's fp8 GEMM: revisit it
+    (tracks/serving/problem.py) with these errors."""
+    assert not any(a["verdict"] for a in scaled_mm_errors.values()), scaled_mm_errors
 
 
 @pytest.mark.parametrize("kernel_id", ["rmsnorm", "swiglu"])

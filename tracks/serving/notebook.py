@@ -82,6 +82,14 @@ is a literal
 in its cell, graded against the key (numeric answers within the tolerance stated).
 """
 
+# What public FP8 GEMMs on Hopper measured, per step that has them (this track's own numbers are not measured yet)
+PUBLISHED = {
+    "fp8_gemm": "an H100's or H200's dense fp8 peak is 1,979 TFLOP/s (datasheet); torch._scaled_mm ran at 1,202 "
+                "TFLOP/s at 4096^3 on the H200 (this course's issue), and the step's goal is 70% of it; DeepGEMM, "
+                "DeepSeek's fp8 GEMM (wgmma, TMA, warp specialisation, promotion into fp32 every 128 products), "
+                "reported 1,350+ TFLOP/s on an H800 (an H100 with less NVLink) at its release, 1,550 later.",
+}
+
 # what each kind computes and takes, said once, before its first step
 KINDS = {
     "rmsnorm_residual": """\
@@ -123,11 +131,16 @@ fp32, so that is fp32 accumulation's error, in any order: accumulate in fp32, no
 **FP8 GEMM with per-tensor scales.** An fp8 checkpoint stores each weight matrix in e4m3 (4 significant bits, at
 most 448) with one fp32 scale for the whole tensor, and the activations are quantised the same way:
 `C = scale_a * scale_b * (A @ B)`, `A` M x K e4m3 row-major, `B` K x N e4m3 **column-major** (`B[k][n]` at
-`B[n * K + k]`, the layout cuBLASLt's fp8 GEMM takes), `fp8` = `unsigned char` (the raw bits), `scale_a` and `scale_b`
-one fp32 value each, `C` M x N fp32. Correct: the tensor-core track's fp8 tolerance on the scaled product (every
-element within |scale_a scale_b| (4 K + 4) 2^-24 (|A| @ |B|) of the float64 result, relative Frobenius error under
-1e-4): accumulate in fp32 and apply the scales once. Your kernel must run on the tensor cores (its SASS is read);
-speed is the ratio of `torch._scaled_mm`'s time with the same scales to yours, in FLOP/s.""",
+`B[n * K + k]`, the layout cuBLASLt's fp8 GEMM takes, and both operands K-major, the layout fp8 `wgmma` reads),
+`fp8` = `unsigned char` (the raw bits), `scale_a` and `scale_b` one fp32 value each (device pointers), `C` M x N
+fp32. Correct: the tensor-core track's fp8 tolerance on the scaled product (every element within
+|scale_a scale_b| (4 K + 4) 2^-24 (|A| @ |B|) of the float64 result, relative Frobenius error under 1e-4): fp32
+accumulation, and the scales applied once. Hopper's fp8 tensor cores add into their accumulator with about 13 bits
+of mantissa: a `wgmma` chain over all of K is too coarse for this tolerance, so add its partial sums into fp32
+registers every few `wgmma`s (the reference: every 64 products). Your kernel must run on the tensor cores (its SASS
+is read); `wgmma` and TMA are not required: an `mma.sync` kernel that walks the persistent grid's tiles is graded
+too. Speed is the ratio of `torch._scaled_mm`'s time with the same scales (cuBLASLt, without fast accumulation) to
+yours, in FLOP/s.""",
 }
 
 
@@ -152,13 +165,26 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, first: bool) ->
                   f"    extern \"C\" __global__ void {kernel.function}{kind.signature}", ""]
     lines += [what[:1].upper() + what[1:], "", f"**Hypothesis:** {hypothesis}", "",
               f"* **Launch:** {launch[:1].upper() + launch[1:]}",
+              *([_tensor_maps(kernel)] if kernel.launch.tensor_maps else []),
               "* **Sizes** (" + ", ".join(kind.shape_names) + "): checked at "
               + "; ".join(" x ".join(map(str, s)) for s in kernel.check_shapes) + "; timed at "
               + " x ".join(map(str, kernel.perf_shape)) + f" ({_work(kind, kernel.perf_shape)}).",
               f"* **Speed:** against {kind.baseline_name}; full marks at {kernel.target:g}x, none below "
               f"{kernel.floor:g}x{provisional}; {kernel.points_correct:g} point for a correct kernel, up to "
-              f"{kernel.points_perf:g} for speed."]
+              f"{kernel.points_perf:g} for speed.",
+              *([f"* **Public numbers:** {PUBLISHED[kernel.id]} This track's own number is not measured yet: its "
+                 "reference has not run on a GPU."] if kernel.id in PUBLISHED else [])]
     return "\n".join(lines)
+
+
+def _tensor_maps(kernel: KernelSpec) -> str:
+    """The kernel's parameters after the sizes: the tensor maps the grader encodes over its operands."""
+    defines = kernel.geometry.defines()
+    maps = [f"`{m.operand}`'s, a box of " + " x ".join(str(defines.get(b, b)) for b in m.box)
+            + f" values (innermost first: {', '.join(map(str, m.box))}), swizzle {m.swizzle}"
+            for m in kernel.launch.tensor_maps]
+    return ("* **Tensor maps** (parameters after `K`, in this order, each `const __grid_constant__ CUtensorMap`; the "
+            f"grader encodes them over the tensors as it allocated them): {'; '.join(maps)}.")
 
 
 def _question(q: Question) -> list[nbformat.NotebookNode]:

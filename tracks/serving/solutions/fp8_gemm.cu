@@ -4,9 +4,9 @@
 // has one thread copy, per slab of BK = 128, A's and B's 128 x 128 e4m3 tiles into a stage (a 128-byte row holds
 // 128 fp8 values: one swizzle row per tile row); each consumer (warpgroups 1 and 2, setmaxnreg.inc to 232)
 // multiplies its 64 rows of A by the 128 columns with four wgmma.mma_async m64n128k32 .e4m3 a slab. Hopper's fp8
-// tensor cores add into their accumulator with about 13 bits of mantissa, not fp32's 23 (DeepSeek-V3 measured a
-// 2% error at K = 4096), so a consumer promotes: each pair of wgmmas (64 products) starts from zero and its
-// result is added into fp32 registers by the consumer's own FADDs (the two-level accumulation of DeepGEMM and of
+// tensor cores add into their accumulator with about 13 bits of mantissa, not fp32's 23 (DeepSeek-V3 reports
+// errors of nearly 2% at K = 4096), so a consumer promotes: each pair of wgmmas (64 products) starts from zero and
+// its result is added into fp32 registers by the consumer's own FADDs (the two-level accumulation of DeepGEMM and of
 // CUTLASS's fp8 mainloop without fast accumulation), the second pair running while the first is added. The scales
 // are constant over K: both are read once, and C = (scale_a scale_b) x the sum costs one multiply an element in the
 // epilogue. Producer and consumers count slabs across tiles, so the barriers' stages and parities run on from one
