@@ -8,6 +8,7 @@ FP8 GEMM's kernels it cannot run) and the prefill-against-decode key. Speed and 
 GPU: tests/gpu/test_serving_gpu.py."""
 from __future__ import annotations
 
+import ctypes
 import math
 import re
 
@@ -16,10 +17,10 @@ import torch
 from previews import HAVE_GXX, Job, run_all
 
 from graders import tracks
-from graders.cuda_engine import sass
+from graders.cuda_engine import child, extended_launch, sass
 from graders.cuda_engine.child import verdict
 from graders.cuda_engine.compile import CompileError, compile_cuda
-from graders.cuda_engine.extended_launch import map_fields
+from graders.cuda_engine.extended_launch import MapFields, map_fields
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from graders.quiz_engine.grade import answer_key, is_right, right_answer
@@ -337,6 +338,40 @@ def test_fp8_tensor_maps_are_uint8_over_the_tensors_as_allocated():
                                 t.element_size(), kernel.geometry.defines())
             assert (fields.data_type, fields.global_dim, fields.global_strides) == ("UINT8", dims, (k,))
             assert fields.box == (128, 128) and fields.swizzle == "128B" and t.element_size() == 1
+
+
+def test_the_child_launches_the_fp8_kernel_once_an_sm_with_its_scales_and_maps_after_the_sizes(monkeypatch):
+    """`Harness.launch` at the check shape of 270 tiles on a GPU of 132 SMs, the driver calls replaced: 132 blocks of
+    384 threads in one row, the dynamic shared memory, and the arguments C, A, B, scale_a, scale_b, M, N, K, then
+    A's and B's maps (UINT8, rows K bytes apart, 128 x 128 boxes)."""
+    kernel = SPEC.kernel("fp8_gemm")
+    calls = []
+    monkeypatch.setattr(extended_launch, "encode", lambda fields, address: calls.append((fields, address))
+                        or bytes([len(calls)]) * 128)
+    launched = []
+    monkeypatch.setattr(extended_launch, "launch", lambda handle, config, arguments: launched.append(
+        (config, arguments)))
+    bench = object.__new__(child.Harness)
+    bench.torch, bench.problem, bench.geometry = torch, problem(kernel.kind), kernel.geometry
+    bench.features, bench.stream, bench.kernel = kernel.launch, type("S", (), {"handle": 5})(), \
+        type("K", (), {"handle": "the kernel"})()
+    bench.sm_count = SMS
+    shape = (2304, 1920, 640)
+    assert shape in kernel.check_shapes
+    ins = inputs("fp8_scaled_gemm", shape, seed=1)
+    out = torch.empty(2304, 1920)
+    bench.launch(out, ins, shape)
+    a, b, sa, sb = ins
+    assert calls == [(MapFields("UINT8", (640, 2304), (640,), (128, 128), "128B"), a.data_ptr()),
+                     (MapFields("UINT8", (640, 1920), (640,), (128, 128), "128B"), b.data_ptr())]
+    (config, arguments), = launched
+    assert (config.gridDimX, config.gridDimY, config.gridDimZ, config.blockDimX) == (SMS, 1, 1, 384)
+    assert config.sharedMemBytes == 197632 and config.numAttrs == 0
+    slots = (ctypes.c_void_p * 10).from_address(arguments.address)
+    read = [ctypes.string_at(slots[i], size) for i, size in enumerate([8] * 5 + [4] * 3 + [128] * 2)]
+    assert [int.from_bytes(r, "little") for r in read[:8]] == [t.data_ptr() for t in (out, a, b, sa, sb)] + [
+        2304, 1920, 640]
+    assert read[8:] == [bytes([1]) * 128, bytes([2]) * 128]
 
 
 @pytest.fixture(scope="module")
