@@ -41,11 +41,12 @@ ATTENTION_KINDS = {"attention_forward": (1, 2, 33, 40, 64), "attention_forward_c
 
 
 def test_every_kind_has_its_rule_here():
-    # the tensor-core kinds' rules (tracks/tensorcores/problem.py) are tested in tests/tracks/test_tensorcores.py
-    # nvfp4_gemv's (tracks/nvfp4/problem.py) in tests/tracks/test_nvfp4.py, the serving kinds' in tests/tracks/test_serving.py
-    assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "bf16gemm_kmajor", "f16gemm", "tf32gemm", "fp8gemm", "row_softmax",
-                                      *ATTENTION_KINDS, "row_sum", "nvfp4_gemv", "rmsnorm_residual", "swiglu",
-                                      "paged_decode", "w4a16_gemv", "fp8_scaled_gemm"])
+    # the tensor-core kinds' rules (tracks/tensorcores/problem.py) are tested in tests/tracks/test_tensorcores.py,
+    # nvfp4_gemv's (tracks/nvfp4/problem.py) in tests/tracks/test_nvfp4.py, the serving kinds' in
+    # tests/tracks/test_serving.py, f16gemm_kmajor's in tests/tracks/test_cutlass.py
+    assert sorted(kinds()) == sorted([*EXACT, "sgemm", "bf16gemm", "bf16gemm_kmajor", "f16gemm", "f16gemm_kmajor",
+                                      "tf32gemm", "fp8gemm", "row_softmax", *ATTENTION_KINDS, "row_sum", "nvfp4_gemv",
+                                      "rmsnorm_residual", "swiglu", "paged_decode", "w4a16_gemv", "fp8_scaled_gemm"])
 
 
 # --- bit-identical kinds ------------------------------------------------------------------------------

@@ -76,9 +76,9 @@ def test_other_caps_or_environment_get_their_own_process(fake_env):
 
 
 def test_the_sessions_end_leaves_no_process(fake_env):
-    marker = "--serve"
+    marker = f"kw-session-{uuid.uuid4().hex[:12]}"   # on its child's command line, not another test's
     with ChildSession():
-        ask(fake_env)
+        ask(fake_env | {"KW_MARKER": marker})
         assert processes_with(marker)
     assert _gone(marker)
 
@@ -185,13 +185,15 @@ def test_a_forked_request_that_dies_or_answers_too_much_is_a_crash_and_the_child
 
 
 def test_only_forked_requests_go_to_a_pools_sessions(fake_env):
+    marker = f"kw-pool-{uuid.uuid4().hex[:12]}"   # on its serving child's command line (another may serve a notebook)
+    env = fake_env | {"KW_MARKER": marker}
     with SessionPool() as pool:
         with pool.lease() as held:
             assert current() is None and current(forked=True) is held
-            assert ask(fake_env).answer["served"] == ask(fake_env).answer["served"] == 1    # fresh children
-            assert fork(fake_env).ok and fork(fake_env).ok and held.started == 1
+            assert ask(env).answer["served"] == ask(env).answer["served"] == 1    # fresh children
+            assert fork(env).ok and fork(env).ok and held.started == 1
         assert current(forked=True) is None
-    assert _gone("--fork-serve")
+    assert _gone(marker)
 
 
 def test_a_notebooks_checks_are_forks_of_one_child_kept_for_its_process(fake_env):
