@@ -268,12 +268,15 @@ def _e4m3(sass: str, usage: dict[str, int]) -> str:
             "Multiply with mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
 
 
+WARPGROUP_MMA_OPCODES = ("HGMMA", "QGMMA", "IGMMA", "BGMMA")   # sm_90a's wgmma: fp16/bf16/tf32, fp8, int8, binary
+
+
 def _wgmma(sass: str, usage: dict[str, int]) -> str:
-    if opcode_count(sass, "HGMMA"):
+    if any(opcode_count(sass, op) for op in WARPGROUP_MMA_OPCODES):
         return ""
     found = ", ".join(f"{n} x {op}" for op, n in tensor_core_ops(sass).items()) or "no tensor-core instruction"
-    return (f"its products are not warpgroup MMAs: the SASS has no HGMMA (wgmma.mma_async, sm_90a), only {found}. "
-            "Multiply with wgmma.mma_async from shared-memory descriptors")
+    return (f"its products are not warpgroup MMAs: the SASS has no HGMMA or QGMMA (wgmma.mma_async, sm_90a), only "
+            f"{found}. Multiply with wgmma.mma_async from shared-memory descriptors")
 
 
 def _tma(sass: str, usage: dict[str, int]) -> str:

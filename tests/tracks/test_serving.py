@@ -405,8 +405,8 @@ def test_fp8_reference_sass_is_fp8_wgmma_fed_by_tma_with_setmaxnreg(fp8_compiled
     the two consumers' 232 exactly the block's pool."""
     kernel = SPEC.kernel("fp8_gemm")
     compiled_ = fp8_compiled["reference"]
-    failures, facts = sass.check(compiled_.cubin, kernel.function, ("tensor_cores", "tma", "mbarrier", "setmaxnreg",
-                                                                    "no_local"))
+    failures, facts = sass.check(compiled_.cubin, kernel.function, ("tensor_cores", "wgmma", "tma", "mbarrier",
+                                                                    "setmaxnreg", "no_local"))
     assert failures == [] and facts["resources"]["LOCAL"] == 0
     text = sass.disassemble(compiled_.cubin)[kernel.function]
     assert [m for m in QGMMA.findall(text)].count("RZ") == 2 and len(QGMMA.findall(text)) == 4
