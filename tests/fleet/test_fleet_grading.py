@@ -230,7 +230,9 @@ def test_redis_restart_mid_run_completes(tmp_path, fleet_env, workers, redis, co
 def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, workers, course_template):
     """A notebook that will not stop (it ignores interrupts) and one that is not a notebook: each is that
     student's 0 with the reason, graded once, and the student after them is graded as usual."""
-    env = {**fleet_env, "WORKSHOP_GRADE_TIME_LIMIT": "15", "WORKSHOP_CELL_TIMEOUT": "600"}
+    # the limit stops the hang; the reference's whole grading (nbgrader, its notebook, its hidden tests) must fit
+    # in it on a loaded 2-core machine, where it took more than 15 s
+    env = {**fleet_env, "WORKSHOP_GRADE_TIME_LIMIT": "30", "WORKSHOP_CELL_TIMEOUT": "600"}
     url = env["WORKSHOP_GRADEBOOK_URL"]
     course, release = course_template.copy(tmp_path / "course")
     fc.submit(course, release, "hang", {**submissions.reference_answers(), "map": HANG})
@@ -242,9 +244,9 @@ def test_hanging_and_crashing_submissions_score_zero_once(tmp_path, fleet_env, w
     _finish(_grade(course, env), timeout=300)
 
     rows = {r["student"]: r for r in _ledger(url)}
-    assert rows["hang"]["state"] == "failed" and "ran past its 15 s limit" in rows["hang"]["reason"]
+    assert rows["hang"]["state"] == "failed" and "ran past its 30 s limit" in rows["hang"]["reason"]
     assert rows["crash"]["state"] == "failed" and "NotJSONError" in rows["crash"]["reason"]
-    assert rows["reference"]["state"] == "done" and rows["reference"]["score"] == 6
+    assert rows["reference"]["state"] == "done" and rows["reference"]["score"] == 6, rows["reference"]
     assert all(r["deliveries"] == 1 for r in rows.values())
     assert sorted(_gradings(started)) == ["crash", "hang", "reference"]   # no retries
     fc.nbgrader(course, {"WORKSHOP_GRADEBOOK_URL": url}, "export", "--to=grades.csv")
