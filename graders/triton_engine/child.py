@@ -210,7 +210,7 @@ def tl_problems(source: str, tl: ModuleType) -> list[str]:
 
 
 def scalar_index_in_interpreter() -> None:
-    """Make a scalar usable as an index in Triton's interpreter (``range(0, K)`` in a kernel): Triton 3.6 turns
+    """Make a scalar usable as an index in Triton's interpreter (``range(0, K)`` in a kernel): the interpreter turns
     its one-element array into an int with ``int(array)``, which numpy 2.4 refuses for arrays of one dimension.
     The interpreter sets its tensor patches anew for every launch and undoes them after: this adds one more."""
     from triton.runtime import interpreter

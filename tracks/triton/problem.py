@@ -189,6 +189,6 @@ def _matmul(dtype: str, short: str, interpreter_gap: str = "") -> TritonProblem:
 
 
 MATMUL_FP16 = _matmul("float16", "fp16")
-MATMUL_BF16 = _matmul("bfloat16", "bf16", "Triton 3.6's interpreter computes tl.dot of bf16 tiles wrongly")
+MATMUL_BF16 = _matmul("bfloat16", "bf16", "Triton's interpreter computes tl.dot of bf16 tiles wrongly")
 
 PROBLEMS = [LAYER_NORM, MATMUL_FP16, MATMUL_BF16]
