@@ -1,6 +1,6 @@
 """``nbgrader validate`` tells the student the truth, for every assignment (real nbgrader, real kernels):
 it fails on the untouched stub and on a notebook with one wrong kernel, naming that kernel, and passes the
-reference. Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
+reference (of the CUDA tracks, `CUDA_REFERENCE`'s). Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
 one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
 races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there the wrong
 kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang refuses; a
@@ -32,6 +32,10 @@ pytestmark = pytest.mark.slow
 QUIZ = "quiz_l1"   # the quizzes share one notebook builder and check: every quiz's checks run in-process
 MODEL = "kernelbench"   # the model tracks too (graders/model_engine/notebook.py); the capstone's references and
 # known-wrong solutions are graded on the CPU in tests/tracks/test_capstone.py
+# A CUDA track's reference notebook runs the CPU preview of every reference kernel, which tests/tracks/
+# test_cpu_preview.py (and each track's own tests) run too: one CUDA track's reference goes through nbgrader validate
+# here, every CUDA track's stub and wrong kernel.
+CUDA_REFERENCE = "transpose"
 # The CUTLASS track's cells go through the CUDA tracks' check and graded cells, each CuTe kernel 7-25 s to compile:
 # its check cell against the headers is tested in tests/tracks/test_cutlass.py, its released stub through nbgrader in
 # tests/e2e/test_cuda_tracks_nbgrader.py.
@@ -106,9 +110,11 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
                          else submissions.quiz_answers(track.name, REFERENCE_STUDENT) if track.engine == "quiz"
                          else _roofline_answers(track) if track.engine == "roofline"
                          else submissions.cuda_answers(track.name))
-    with ThreadPoolExecutor(3) as pool:   # three nbgrader processes of their own, at once
-        stub, wrong, reference = pool.map(lambda job: _validate(course, track, *job),
-                                          [("stub", {}), ("wrong", answers), ("reference", reference_answers)])
+    jobs = [("stub", {}), ("wrong", answers), ("reference", reference_answers)]
+    if track.engine == "cuda" and track.name != CUDA_REFERENCE:
+        jobs.pop()
+    with ThreadPoolExecutor(3) as pool:   # nbgrader processes of their own, at once
+        stub, wrong, *reference = pool.map(lambda job: _validate(course, track, *job), jobs)
 
     # a release that keeps its kernels, sabotaged (the debugging track's), fails on its answers only: they compile
     kept = len(load_spec(track.name).kernels) if release.metadata.kernelspec.language == EDIT_LANGUAGE else 0
@@ -124,7 +130,7 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
     if track.engine == "cuda":
         assert "Your CUDA code did not compile" in wrong and re.search(r"line \d+: error", wrong)
 
-    assert "Success! Your notebook passes all the tests." in reference, reference
+    assert all("Success! Your notebook passes all the tests." in out for out in reference), reference
 
 
 def test_validate_fails_a_kernel_that_compiles_but_races_with_the_cpu_previews_line(courses):

@@ -23,7 +23,7 @@ from workshop.fleet import queue_view
 from workshop.fleet.app import make_app, renew_s, sweep_s
 from workshop.fleet.processes import kill_tree
 
-CLASS = 12   # the class of the two-worker test: three of each kind of submission
+CLASS = 8   # the class of the two-worker test: two of each kind of submission
 HANG = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"
 
 
@@ -106,7 +106,7 @@ def _wait_running(env: dict[str, str], exclude: str = "") -> dict:
 
 @pytest.mark.slow
 def test_a_class_two_workers_into_postgres(tmp_path, fleet_env, workers, course_template):
-    """`CLASS` submissions (each kind of `fleet_course.KINDS` three times), two simulator workers, a PostgreSQL
+    """`CLASS` submissions (each kind of `fleet_course.KINDS` twice), two simulator workers, a PostgreSQL
     gradebook: each graded once, written once, and the totals those of a serial `nbgrader autograde` of the same
     files; nbgrader's export and formgrader read them."""
     url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
