@@ -19,9 +19,11 @@ if not HAVE_GPU:
 # Short limits keep the hang tests quick; the defaults (30 s a kernel, 120 s a cell) are for real grading.
 os.environ.setdefault("WORKSHOP_KERNEL_TIMEOUT", "5")
 os.environ.setdefault("WORKSHOP_CELL_TIMEOUT", "20")
-# The module that runs longest (minutes), first: pytest-xdist runs each module whole on one worker, handing them
-# out in collection order (addopts in pyproject.toml), and a long module handed out late finishes alone at the end.
-LONGEST_FIRST = ["tests/fleet/test_fleet_grading.py"]
+# The modules that run longest (minutes), first, longest first: pytest-xdist runs each module whole on one worker,
+# handing them out in collection order (addopts in pyproject.toml), and a long module handed out late finishes alone
+# at the end (the CUTLASS track's tests, in tests/tracks/, would come last).
+LONGEST_FIRST = ["tests/fleet/test_fleet_grading.py", "tests/e2e/test_attack_run.py", "tests/tracks/test_cutlass.py",
+                 "tests/e2e/test_attacks.py", "tests/e2e/test_readme.py", "tests/e2e/test_kernelbench_nbgrader.py"]
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -34,7 +36,8 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)
+    rank = {module: n for n, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
     if HAVE_GPU:
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run `pytest -m gpu` on a GPU worker)")
