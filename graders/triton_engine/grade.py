@@ -10,8 +10,9 @@
   on this machine's CPU (``TRITON_INTERPRET=1``), at the shapes of at most `PREVIEW_ELEMENTS` elements (a
   kind the interpreter cannot check, ``interpreter_gap`` of ``tracks/triton/problem.py``: ? and why). An
   autotuned kernel runs its first config there; on the CPU the child is a fork of one kept for the notebook's
-  kernel, which imported torch and Triton once (`graders.sandbox.session.process_session`). `assert_runs`, the public part of a graded cell, raises where `check` says ✗, so that ``nbgrader validate``
-  fails on a kernel the check finds wrong. Neither is the grade.
+  kernel, which imported torch and Triton once (`graders.sandbox.session.process_session`). `assert_runs`, the
+  public part of a graded cell, raises where `check` says ✗, so that ``nbgrader validate`` fails on a kernel the
+  check finds wrong. Neither is the grade.
 
 ``WORKSHOP_PERF_BUDGET_S`` replaces the spec's ``time_budget_s`` as in the CUDA C++ engine.
 """

@@ -76,11 +76,18 @@ def test_other_caps_or_environment_get_their_own_process(fake_env):
 
 
 def test_the_sessions_end_leaves_no_process(fake_env):
-    marker = f"kw-session-{uuid.uuid4().hex[:12]}"   # on its child's command line, not another test's
+    env, marker = _marked(fake_env, "session")
     with ChildSession():
-        ask(fake_env | {"KW_MARKER": marker})
+        ask(env)
         assert processes_with(marker)
     assert _gone(marker)
+
+
+def _marked(env: dict[str, str], name: str) -> tuple[dict[str, str], str]:
+    """``env`` with a marker of this test's own, which the sandbox's command line carries (``--setenv``), and the
+    marker: its children, told from a notebook's kept child or another test's, which carry ``--serve`` too."""
+    marker = f"kw-{name}-{uuid.uuid4().hex[:12]}"
+    return env | {"KW_MARKER": marker}, marker
 
 
 def _gone(marker: str) -> bool:
@@ -185,8 +192,7 @@ def test_a_forked_request_that_dies_or_answers_too_much_is_a_crash_and_the_child
 
 
 def test_only_forked_requests_go_to_a_pools_sessions(fake_env):
-    marker = f"kw-pool-{uuid.uuid4().hex[:12]}"   # on its serving child's command line (another may serve a notebook)
-    env = fake_env | {"KW_MARKER": marker}
+    env, marker = _marked(fake_env, "pool")
     with SessionPool() as pool:
         with pool.lease() as held:
             assert current() is None and current(forked=True) is held
@@ -210,8 +216,7 @@ def test_a_notebooks_checks_are_forks_of_one_child_kept_for_its_process(fake_env
 
 
 def test_the_notebooks_child_ends_with_its_process(fake_env):
-    marker = f"kw-notebook-{uuid.uuid4().hex[:12]}"
-    env = fake_env | {"KW_MARKER": marker}
+    env, marker = _marked(fake_env, "notebook")
     script = ("import json, sys\nfrom graders.sandbox.run import run_child\n"
               "from graders.sandbox.session import process_session\n"
               "with process_session():\n"
