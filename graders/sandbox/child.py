@@ -12,15 +12,15 @@ With ``--serve`` (`graders.sandbox.session`) it answers request after request, e
 the process unfit for the next one.
 
 With ``--fork-serve`` it never runs a request itself: it imports the handler's module once (and the modules its
-``FORK_PRELOAD`` names, what every request imports), then answers each
-request in a fork of itself, so every request starts from the same untouched process (what one request's
-code changes in memory is gone for the next) without paying for the imports again. It answers
-``{"raw": TEXT, "exit": STATUS, "over": bool, "again": true}``: the fork's answer as written (at most
-`capped_output.ANSWER_BYTES`; ``over`` when it wrote more), and the fork's exit status (negative: the signal
-that killed it). Before answering it kills every process the request left behind (this process is their
-subreaper) and removes what it added under the folders DIR (the sandbox's private ``/tmp`` and ``/dev/shm``;
-not what is mounted there), so nothing a request leaves reaches the next; where that fails, it serves no more. Nobody in the sandbox may trace or read this process's memory (it is not
-dumpable, and the sandbox has no capabilities).
+``FORK_PRELOAD`` names, what every request imports), then answers each request in a fork of itself, so every request
+starts from the same untouched process (what one request's code changes in memory is gone for the next) without
+paying for the imports again. It answers ``{"raw": TEXT, "exit": STATUS, "over": bool, "again": true}``: the fork's
+answer as written (at most `capped_output.ANSWER_BYTES`; ``over`` when it wrote more), and the fork's exit status
+(negative: the signal that killed it). Before answering it kills every process the request left behind (this process
+is their subreaper) and removes what it added under the folders DIR (the sandbox's private ``/tmp`` and
+``/dev/shm``; not what is mounted there), so nothing a request leaves reaches the next; where that fails, it serves
+no more. Nobody in the sandbox may trace or read this process's memory (it is not dumpable, and the sandbox has no
+capabilities).
 """
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""``nbgrader validate`` tells the student the truth, for every assignment (real nbgrader, real kernels):
-it fails on the untouched stub and on a notebook with one wrong kernel, naming that kernel, and passes the
-reference (of the CUDA tracks, `CUDA_REFERENCE`'s). Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the wrong kernel is
-one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that compiles but
-races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there the wrong
-kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang refuses; a
-model track's check runs each ModelNew on the CPU, so there it is one whose output is wrong (`MODEL_WRONG`). A
-quiz's graded cells check only an answer's form (the key stays with the grader), so there the wrong answer is an
-option its question does not have; one quiz runs here, every quiz's checks in tests/engines/test_quiz_engine.py;
-likewise one model track. The released CUDA stubs compile, and their check cells say so in one line each."""
+"""``nbgrader validate`` tells the student the truth, for every assignment (real nbgrader, real kernels): it fails on
+the untouched stub and on a notebook with one wrong kernel, naming that kernel, and passes the reference (of the
+CUDA tracks, `CUDA_REFERENCE`'s). Puzzles run on the simulator; the CUDA tracks compile (no GPU here), so there the
+wrong kernel is one that does not compile; and without a GPU the CPU preview runs what compiles, so a kernel that
+compiles but races fails too, with the preview's line. The Triton track's check runs Triton's interpreter, so there
+the wrong kernel is a softmax without its max; the TileLang track's compiles only, so there it is one TileLang
+refuses; a model track's check runs each ModelNew on the CPU, so there it is one whose output is wrong
+(`MODEL_WRONG`). A quiz's graded cells check only an answer's form (the key stays with the grader), so there the
+wrong answer is an option its question does not have; one quiz runs here, every quiz's checks in
+tests/engines/test_quiz_engine.py; likewise one model track. The released CUDA stubs compile, and their check cells
+say so in one line each."""
 from __future__ import annotations
 
 import re
