@@ -29,6 +29,10 @@
 #   bash benchmarks/gpu_trusted.sh grading-parallel TRACK...   # the `grading` stage of each TRACK, each on its own
 #                                              # GPU, in parallel (a 4-GPU machine runs four tracks' GPU tests in
 #                                              # one call; a GPU's tracks one after another)
+#   bash benchmarks/gpu_trusted.sh first-runs TRACK...   # tests/gpu/test_TRACK_gpu.py of each TRACK side by side
+#                                              # on the one GPU: correctness and points of kernels never run before,
+#                                              # in one call; their timings share the GPU, so only the logs come
+#                                              # back (the records stay behind: `grading` measures those)
 #   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
@@ -166,6 +170,18 @@ case "${1:-cases}" in
       (for track in $tracks; do
          CUDA_VISIBLE_DEVICES=$gpu run "$track" "$track-grading-gpu" 560 -m gpu "tests/gpu/test_${track}_gpu.py"
        done; exit $rc) &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done ;;
+  first-runs)
+    shift
+    pids=()
+    for track in "$@"; do
+      [ -f "tests/gpu/test_${track}_gpu.py" ] || { echo "no tests/gpu/test_${track}_gpu.py" >&2; exit 2; }
+      log=$(logfile "$track" "$track-first-run-gpu")
+      (records=$(mktemp -d); OUT=$records timeout 560 python3 -m pytest -q -s -p no:cacheprovider -n 0 -m gpu \
+         "tests/gpu/test_${track}_gpu.py" > "$log" 2>&1; status=$?; rm -rf "$records"
+       echo "[gpu_trusted] first run $track: $(tail -1 "$log")"; exit $status) &
       pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid" || rc=1; done ;;
