@@ -175,12 +175,14 @@ def test_what_the_driver_would_refuse_is_said_before_it_is_asked(spec, shape, st
 
 def test_the_driver_encoding_needs_a_driver():
     """cuTensorMapEncodeTiled is a driver call: without libcuda (this machine) it cannot run, so the CPU tests stop
-    at its fields."""
+    at its fields; the bindings take the arguments first (cuda.bindings 13 takes sizes only as cuuint64_t and
+    cuuint32_t, a TypeError for plain ints), so what stops it here is the missing driver, nothing before."""
     pytest.importorskip("cuda.bindings")
     if Path("/proc/driver/nvidia").exists():
         pytest.skip("a driver is present: tests/gpu/test_hopper_gpu.py encodes")
-    with pytest.raises(Exception):
+    with pytest.raises(Exception) as caught:
         extended_launch.encode(MapFields("BFLOAT16", (64, 64), (128,), (64, 64), "128B"), 1 << 20)
+    assert not isinstance(caught.value, (TypeError, ValueError)) and "driver" in str(caught.value), caught.value
 
 
 # --- the arguments and the launch configuration ---------------------------------------------------------
