@@ -456,10 +456,10 @@ def fp8_tensor_core_product(a: torch.Tensor, b: torch.Tensor, promote: int, bits
 
 @pytest.mark.parametrize("k", sorted({k for _, _, k in SPEC.kernel("fp8_gemm").check_shapes}))
 def test_fp8_promotion_every_64_products_meets_the_tolerance_under_a_13_bit_accumulator(k):
-    """The reference's promotion (every two wgmmas) within the kind's fp32-accumulation tolerance at each check
-    shape's K in the emulation (the largest share of an element's bound is 0.41 at K = 384, 0.86 at 256), and the
-    Frobenius error under its 1e-4 at every K; promoting every slab (128 products) is not (about 1.3e-4), nor is
-    accumulating all of K in the tensor core (fast_accumulation.cu)."""
+    """The reference's promotion (every two wgmmas) and cuBLASLt's (every 128 products) within the kind's tolerance
+    at each check shape's K in the emulation (the Frobenius error about 7.6e-5 and 1.3e-4, cuBLASLt's measured on an
+    H100 1.26-1.28e-4; the largest share of an element's bound 0.34); accumulating all of K in the tensor core
+    (fast_accumulation.cu) is not, at every check K (3.3e-4 at K = 512 and more as K grows)."""
     kind = problem("fp8_scaled_gemm")
     a, b, sa, sb = ins = inputs("fp8_scaled_gemm", (64, 64, k), seed=11)
     expected = SERVING.fp8_reference(ins)
@@ -468,8 +468,9 @@ def test_fp8_promotion_every_64_products_meets_the_tolerance_under_a_13_bit_accu
     for promote in (64, 128, k):
         out = fp8_tensor_core_product(a, b, promote) * scale
         frobenius[promote] = kind.accuracy(out, expected)["frobenius_rel_error"]
-        assert (verdict(kind, out, expected) == "") == (promote == 64), promote
-    assert frobenius[64] < 0.85e-4 < 1e-4 < frobenius[128] < frobenius[k]
+        assert (verdict(kind, out, expected) == "") == (promote < k), promote
+    rtol = SERVING.FP8_FROBENIUS_RTOL   # a factor 1.5 from each side
+    assert frobenius[64] < 0.85e-4 < frobenius[128] < rtol / 1.5 and frobenius[k] > 1.5 * rtol
 
 
 # ---- the baselines run on CPU tensors and leave the inputs alone ------------------------------------------------

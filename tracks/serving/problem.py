@@ -19,12 +19,14 @@ TILE_X) x tokens blocks. Rows are scaled by 1 or 100, so gates reach +-300: ``ex
 there, ``g / (1 + exp(-g))`` is right.
 
 Both fused kinds: each value within ``FUSED_RTOL`` x |expected| + ``FUSED_ATOL`` of the float64 result from the
-same bf16 inputs. A correct fp32 kernel is off by one bf16 rounding of its output (2^-9 relative) plus, for ``y``,
-the bf16 rounding of ``h`` if it normalises the rounded ``h`` (2^-9 more); fp32 sums and ``__expf`` add about
-1e-6. ``FUSED_RTOL`` = 2^-7 is that with a factor 2 to spare. Timed against the unfused PyTorch sequence (eager,
-as a model written in PyTorch runs it: the add, then Hugging Face's ``LlamaRMSNorm``, nine kernels, seven over the
-whole tensor, 42 bytes an element where the fused kernel moves 8; ``F.silu`` then a multiply, two kernels, 10 bytes
-an element against 6), work in bytes: each input read once, each output written once (``fused_bytes``), DRAM roof.
+same bf16 inputs. A correct fp32 kernel is off by one bf16 rounding of its output (up to 2^-8 relative, bf16's unit
+roundoff, for a value just above a power of two) plus, for ``y``, the bf16 rounding of ``h`` if it normalises the
+rounded ``h`` (up to 2^-8 more); fp32 sums and ``__expf`` add about 1e-6. ``FUSED_RTOL`` = 2^-6 is that worst case
+with a factor 2 to spare (at 2^-7, no spare, a correct kernel failed on one value in 2^28 on an H100). Timed against
+the unfused PyTorch sequence (eager, as a model written in PyTorch runs it: the add, then Hugging Face's
+``LlamaRMSNorm``, nine kernels, seven over the whole tensor, 42 bytes an element where the fused kernel moves 8;
+``F.silu`` then a multiply, two kernels, 10 bytes an element against 6), work in bytes: each input read once, each
+output written once (``fused_bytes``), DRAM roof.
 
 ``paged_decode``: shape ``(batch, q_heads, kv_heads, max_len, head_dim, page_size)``: one query token a sequence
 against a KV cache in pages of ``page_size`` tokens (vLLM's and FlashInfer's NHD layout): ``k_cache`` and
@@ -62,7 +64,12 @@ accumulation) with the per-tensor scales an fp8 checkpoint carries, one fp32 val
 ``(float* C, const fp8* A, const fp8* B, const float* scale_a, const float* scale_b, int M, int N, int K)`` on
 ceil(N / TILE_X) x ceil(M / TILE_Y) blocks. Correct: that kind's tolerance on the scaled product (each element within
 |scale_a scale_b| (4 K 2^-24 + 4 2^-24) (|A| @ |B|): the scales' two fp32 multiplies add at most 2 units; the relative
-Frobenius error under 1e-4); a scale applied twice is off by a factor of 2 to 20. On the tensor cores (SASS), timed
+Frobenius error under ``FP8_FROBENIUS_RTOL`` = 2e-4, not the tensor-core track's 1e-4: Hopper's fp8 tensor cores add
+with about 13 bits of mantissa, and a kernel that adds their sums into fp32 every 128 products, as cuBLASLt does, is
+off by 1.26e-4 at every K (cuBLASLt measured 1.26-1.28e-4 on an H100 at the check shapes, the emulation in
+tests/tracks/test_serving.py 1.25-1.29e-4; every 64 products, 7.6e-5); all of K in the tensor core's accumulator
+(fast accumulation) is off by 3.3e-4 at K = 512 to 8.3e-4 at 1920; a scale applied twice is off by a factor of 2 to
+20. On the tensor cores (SASS), timed
 against ``torch._scaled_mm`` with the same scales (cuBLASLt), work in FLOPs, no roof.
 
 ``QUESTIONS`` (prefill against decode for one linear layer, each student's own layer and GPU; graded as a quiz's
@@ -81,8 +88,9 @@ _attention = tracks.get("attention").problem_module()
 _products = tracks.get("tensorcores").problem_module()
 
 EPS = 1e-6                   # RMSNorm's epsilon (Llama's)
-FUSED_RTOL = 2.0 ** -7
+FUSED_RTOL = 2.0 ** -6
 FUSED_ATOL = 1e-5
+FP8_FROBENIUS_RTOL = 2e-4   # fp8_scaled_gemm: twice the 1.26e-4 of promotion every 128 products (above)
 INPUT_GUARD = 1 << 12        # NaN values fenced before and after every bf16 or fp16 input
 LARGE_LOGITS = _attention.LARGE_LOGITS
 GROUP = 128                  # int4 values per fp16 scale
@@ -462,7 +470,7 @@ def fp8_reference(inputs: list[Tensor]) -> Any:
     s = float(scale_a) * float(scale_b)
     ad, bd = a.double(), b.double()
     bound = abs(s) * (_products.element_bound(a.shape[1]) + 4 * _products.UNIT_ROUNDOFF) * (ad.abs() @ bd.abs())
-    return _products.ProductsExpected(s * (ad @ bd), bound + 1e-30)
+    return _products.ProductsExpected(s * (ad @ bd), bound + 1e-30, FP8_FROBENIUS_RTOL)
 
 
 def scaled_mm(out: Tensor, inputs: list[Tensor]) -> None:

@@ -3,8 +3,8 @@
 // Fast accumulation: all of K summed in the fp8 tensor core's own accumulator (every wgmma adds into the running sum,
 // scale-d 1, as cuBLASLt's use_fast_accum=True and CUTLASS's FP8FastAccum schedules do), no promotion into fp32.
 // Hopper's fp8 wgmma keeps about 13 bits of mantissa as it adds, so the error grows with K: emulated with 13-bit
-// truncation (tests/tracks/test_serving.py), a relative Frobenius error of several times the kind's 1e-4 at the
-// check shapes' K of 640 to 1920.
+// truncation (tests/tracks/test_serving.py, which matches cuBLASLt's measured error), a relative Frobenius error
+// of 3.3e-4 (K = 512) to 8.3e-4 (K = 1920) against the kind's 2e-4 at the check shapes.
 
 typedef unsigned char fp8;     // the raw bits of an e4m3 value
 #define BM TILE_Y              // rows of C (and of A) a block's tile has: 64 for each consumer
