@@ -185,6 +185,19 @@ def test_the_driver_encoding_needs_a_driver():
     assert not isinstance(caught.value, (TypeError, ValueError)) and "driver" in str(caught.value), caught.value
 
 
+def test_the_launch_takes_its_arguments_as_the_bindings_want_them():
+    """cuLaunchKernelEx with a cluster's configuration and packed arguments: as with the encoding, what stops it here
+    is the missing driver, not the types of the configuration, the kernel handle or the argument array."""
+    pytest.importorskip("cuda.bindings")
+    if Path("/proc/driver/nvidia").exists():
+        pytest.skip("a driver is present: tests/gpu/test_hopper_gpu.py launches")
+    config = extended_launch.launch_config((8, 4, 1), (384, 1, 1), 0,
+                                           LaunchFeatures(dynamic_smem=200_000, cluster=(2, 1)))
+    with pytest.raises(Exception) as caught:
+        extended_launch.launch(1 << 20, config, KernelArguments([1 << 21, 1 << 22], [64], [blob(1)]))
+    assert not isinstance(caught.value, (TypeError, ValueError)) and "driver" in str(caught.value), caught.value
+
+
 # --- the arguments and the launch configuration ---------------------------------------------------------
 
 def blob(seed: int) -> bytes:
