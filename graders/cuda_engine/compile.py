@@ -128,8 +128,8 @@ def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str
     text = (header(defines or {}) + source).encode()
     err, program = nvrtc.nvrtcCreateProgram(text, CELL_NAME.encode(), 0, [], [])
     try:
-        options = [f"-arch={arch.replace('sm_', 'compute_')}".encode(), b"-std=c++17",
-                   *([b"-default-device"] if libraries else []), *(f"-I{p}".encode() for p in include_paths(libraries))]
+        options = _options(arch.replace("sm_", "compute_"), no_cache=False, libraries=libraries,
+                           ptxas_verbose=False).as_bytes("nvrtc")
         (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             _, size = nvrtc.nvrtcGetProgramLogSize(program)
@@ -144,11 +144,15 @@ def compile_ptx(source: str, *, defines: dict[str, int] | None = None, arch: str
     return ptx.decode(errors="replace").replace("\x00", "")
 
 
-def _options(arch: str, no_cache: bool, lineinfo: bool = False, libraries: tuple[str, ...] = ()) -> ProgramOptions:
+def _options(arch: str, no_cache: bool, lineinfo: bool = False, libraries: tuple[str, ...] = (),
+             ptxas_verbose: bool = True) -> ProgramOptions:
+    """NVRTC's options for a cell: C++17, the libraries' include folders and ``-default-device``
+    (`graders.cuda_engine.libraries`), ptxas's ``-v`` log where a cubin is made."""
     extra = ({"no_cache": True} if no_cache else {}) | ({"lineinfo": True} if lineinfo else {})
+    extra |= {"ptxas_options": "-v"} if ptxas_verbose else {}
     if libraries:
         extra |= {"include_path": include_paths(libraries), "device_as_default_execution_space": True}
-    return ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", ptxas_options="-v", **extra)
+    return ProgramOptions(arch=arch, name=CELL_NAME, std="c++17", **extra)
 
 
 def resources_for(kernels: list[str], log: str, cubin: bytes) -> dict[str, Resources]:
