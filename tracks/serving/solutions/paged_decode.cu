@@ -6,10 +6,13 @@
 // across warps in shared memory. Hypothesis: decode reads the whole cache for one query, about 2 FLOPs per byte, so
 // its time is the live tokens' bytes at the memory's bandwidth; the gather baseline first copies every sequence's
 // pages into a padded contiguous cache (reading and writing max_len tokens a sequence) and then reads that copy, so
-// reading the pages where they are saves those bytes. The launch: 128 threads a block (4 warps), one block per (KV
-// head, sequence).
+// reading the pages where they are saves those bytes. Nothing but other loads can hide a load's latency here, and
+// at 200-odd registers a thread an SM holds two blocks (8 warps): each warp therefore loads the K and V of UNROLL
+// token slots before it computes on the first, four times the bytes in flight of one slot at a time. The launch: 128
+// threads a block (4 warps), one block per (KV head, sequence).
 
 #define MAX_GROUP 8   // query heads a KV head serves, at most
+#define UNROLL 4      // token slots a warp loads before it computes
 #define WARPS (BLOCK_X / 32)
 #define LOG2E 1.44269504f
 #define NEG_INF __int_as_float(0xff800000)
@@ -65,32 +68,42 @@ extern "C" __global__ void paged_decode(float* out, const unsigned short* q, con
         }
     }
 
-    for (int base = warp * per_warp; base < len; base += WARPS * per_warp) {   // the same trip count across a warp
-        const int t = base + sub;
-        const bool live = t < len;
-        float k[8], v[8];
-        uint4 kc = make_uint4(0, 0, 0, 0), vc = kc;
-        if (live) {
-            const size_t at = table[t / page_size] * page_stride + (t % page_size) * token_stride
-                              + (size_t)kvh * head_dim + part * 8;
-            kc = *reinterpret_cast<const uint4*>(k_cache + at);
-            vc = *reinterpret_cast<const uint4*>(v_cache + at);
+    // UNROLL token slots a warp at a time: every slot's K and V loads are issued before the first is used, so each
+    // thread has UNROLL times the bytes in flight (the warp visits the same tokens in the same order as one at a time)
+    const int stride = WARPS * per_warp;
+    for (int base = warp * per_warp; base < len; base += stride * UNROLL) {   // the same trip count across a warp
+        uint4 kc[UNROLL], vc[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int t = base + u * stride + sub;
+            kc[u] = vc[u] = make_uint4(0, 0, 0, 0);
+            if (t < len) {
+                const size_t at = table[t / page_size] * page_stride + (t % page_size) * token_stride
+                                  + (size_t)kvh * head_dim + part * 8;
+                kc[u] = *reinterpret_cast<const uint4*>(k_cache + at);
+                vc[u] = *reinterpret_cast<const uint4*>(v_cache + at);
+            }
         }
-        unpack8(kc, k);
-        unpack8(vc, v);
 #pragma unroll
-        for (int g = 0; g < MAX_GROUP; ++g) {
-            if (g >= group) break;
-            float s = 0.0f;
+        for (int u = 0; u < UNROLL; ++u) {
+            const bool live = base + u * stride + sub < len;
+            float k[8], v[8];
+            unpack8(kc[u], k);
+            unpack8(vc[u], v);
 #pragma unroll
-            for (int i = 0; i < 8; ++i) s += qv[g][i] * k[i];
-            for (int offset = lanes / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-            if (live) {
-                const float mx = fmaxf(m[g], s), c = exp2f(m[g] - mx), p = exp2f(s - mx);
-                l[g] = l[g] * c + p;
+            for (int g = 0; g < MAX_GROUP; ++g) {
+                if (g >= group) break;
+                float s = 0.0f;
 #pragma unroll
-                for (int i = 0; i < 8; ++i) acc[g][i] = acc[g][i] * c + p * v[i];
-                m[g] = mx;
+                for (int i = 0; i < 8; ++i) s += qv[g][i] * k[i];
+                for (int offset = lanes / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+                if (live) {
+                    const float mx = fmaxf(m[g], s), c = exp2f(m[g] - mx), p = exp2f(s - mx);
+                    l[g] = l[g] * c + p;
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) acc[g][i] = acc[g][i] * c + p * v[i];
+                    m[g] = mx;
+                }
             }
         }
     }
