@@ -213,8 +213,9 @@ def encode(fields: MapFields, address: int) -> bytes:
     swizzle = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}[fields.swizzle]
     err, tensor_map = driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{fields.data_type}"), len(fields.global_dim),
-        address, [driver.cuuint64_t(n) for n in fields.global_dim], [driver.cuuint64_t(n) for n in fields.global_strides],
-        [driver.cuuint32_t(n) for n in fields.box], [driver.cuuint32_t(1)] * len(fields.box),
+        address, [driver.cuuint64_t(n) for n in fields.global_dim],
+        [driver.cuuint64_t(n) for n in fields.global_strides], [driver.cuuint32_t(n) for n in fields.box],
+        [driver.cuuint32_t(1)] * len(fields.box),
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(driver.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"),
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

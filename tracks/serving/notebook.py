@@ -137,9 +137,9 @@ fp32. Correct: every element within |scale_a scale_b| (4 K + 4) 2^-24 (|A| @ |B|
 tensor-core track's fp8 bound) and a relative Frobenius error under 2e-4, and the scales applied once. Hopper's fp8
 tensor cores add into their accumulator with about 13 bits of mantissa: a `wgmma` chain over all of K is too coarse
 for this tolerance (3e-4 to 8e-4 at these shapes), so add its partial sums into fp32 registers every few `wgmma`s,
-as cuBLASLt does every 128 products (1.3e-4; the reference: every 64, 7.6e-5). Your kernel must run on the tensor cores (its SASS
-is read); `wgmma` and TMA are not required: an `mma.sync` kernel that walks the persistent grid's tiles is graded
-too. Speed is the ratio of `torch._scaled_mm`'s time with the same scales (cuBLASLt, without fast accumulation) to
+as cuBLASLt does every 128 products (1.3e-4; the reference: every 64, 7.6e-5). Your kernel must run on the tensor
+cores (its SASS is read); `wgmma` and TMA are not required: an `mma.sync` kernel that walks the persistent grid's
+tiles is graded too. Speed is the ratio of `torch._scaled_mm`'s time with the same scales (cuBLASLt, without fast accumulation) to
 yours, in FLOP/s.""",
 }
 
