@@ -78,6 +78,7 @@ EMULATED_PTX = {
     "pack_bf16": r"^cvt\.rn\.bf16x2\.f32 ",
     "tf32": r"^cvt\.rna\.tf32\.f32 ",
     "exp2_approx": r"^ex2\.approx(\.ftz)?\.f32 ",
+    "sub_f16x2": r"^sub(\.rn)?\.f16x2 ",
     "f16x2_to_float2": (r"^\{ \.reg \.f16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.f32\.f16 %0, \1; "
                         r"cvt\.f32\.f16 %1, \2; \}$"),
     "load_a": r"^wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.(global|shared)\.bf16 ",
@@ -163,6 +164,17 @@ def _instruction(text: str) -> str:
     return next((s.split(" ")[0] for s in statements if s and not s.startswith(".")), text)
 
 
+def _directives_only(part: str) -> str:
+    """``part`` with only its preprocessor lines (a ``#define`` before a helper, continued lines too), every other
+    line left empty."""
+    kept, directive = [], False
+    for line in part.splitlines(keepends=True):
+        directive = directive or line.lstrip().startswith("#")
+        kept.append(line if directive else "\n" * line.count("\n"))
+        directive = directive and line.rstrip("\n").endswith("\\")
+    return "".join(kept)
+
+
 def emulated_source(source: str) -> tuple[str, list[str]]:
     """``source`` without its inline-PTX helpers that ptx.h emulates, and their names; `CannotRun` for PTX or APIs
     the emulation lacks."""
@@ -178,7 +190,7 @@ def emulated_source(source: str) -> tuple[str, list[str]]:
         if depth == 0 and ch in ";}":
             part = blank[start:i + 1]
             if ch == "}" and re.search(r"\basm\b", part):
-                header = _ATTRIBUTES.sub(" ", part[:part.index("{")])
+                header = re.sub(r"^\s*#.*$", " ", _ATTRIBUTES.sub(" ", part[:part.index("{")]), flags=re.M)
                 name = (re.findall(r"([A-Za-z_]\w*)\s*\(", header) or ["?"])[0]
                 texts = _asm_texts(source[start:i + 1])
                 pattern = EMULATED_PTX.get(name)
@@ -186,7 +198,7 @@ def emulated_source(source: str) -> tuple[str, list[str]]:
                     what = ", ".join(dict.fromkeys(f"`{_instruction(t)}`" for t in texts)) or "asm"
                     raise CannotRun(f"it uses inline PTX ({what} in {name}), which the CPU preview does not emulate")
                 replaced.append(name)
-                keep.append("\n" * part.count("\n"))   # the line numbers of what follows stay the student's
+                keep.append(_directives_only(source[start:i + 1]))   # the line numbers stay the student's
             else:
                 keep.append(source[start:i + 1])
             start = i + 1

@@ -196,3 +196,15 @@ def test_without_gxx_the_preview_says_so(monkeypatch):
     kernel = load_spec("vecadd").kernel("add")
     result = preview.run_preview(kernel, kernel.geometry, kernel.reference.read_text(), [(1,)])
     assert result.line == "? add: the CPU preview needs g++; the GPU worker still grades"
+
+
+def test_an_emulated_helper_after_a_define_keeps_the_define_and_the_line_numbers():
+    """A ``#define`` just before an inline-PTX helper that ptx.h emulates stays (the kernel uses it), and the helper's
+    name is read past it, not from the define's parentheses."""
+    source = ('#define WARPS (BLOCK_X / 32)\n#define HALF(x) \\\n    ((x) / 2)\n'
+              '__device__ unsigned sub_f16x2(unsigned a, unsigned b)\n{\n    unsigned r;\n'
+              '    asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));\n    return r;\n}\nint after;\n')
+    text, replaced = preview.emulated_source(source)
+    assert replaced == ["sub_f16x2"] and "asm" not in text
+    assert text.splitlines()[:3] == source.splitlines()[:3] and text.count("\n") == source.count("\n")
+    assert text.splitlines()[9] == "int after;"

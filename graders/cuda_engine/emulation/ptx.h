@@ -44,6 +44,12 @@ inline unsigned pack_bf16(float lo, float hi) { return bf16_bits(lo) | bf16_bits
 inline unsigned tf32(float x) { return (__float_as_uint(x) + 0x1000u) & ~0x1fffu; }   // cvt.rna.tf32.f32
 inline float exp2_approx(float x) { return std::exp2(x); }                            // ex2.approx.ftz.f32
 inline float2 f16x2_to_float2(unsigned h) { return make_float2(f16_value(h & 0xffffu), f16_value(h >> 16)); }
+inline unsigned sub_f16x2(unsigned a, unsigned b)   // sub.f16x2 (.rn): each half's difference, exact in double, rounded once
+{
+    const auto half = [](double x) { const _Float16 h = (_Float16)x; unsigned short u; std::memcpy(&u, &h, 2); return (unsigned)u; };
+    return half((double)f16_value(a & 0xffffu) - f16_value(b & 0xffffu))
+         | half((double)f16_value(a >> 16) - f16_value(b >> 16)) << 16;
+}
 
 // ---- cp.async: the copy happens at once --------------------------------------------------------------------
 inline void cp_async16(void* dst, const void* src, int src_bytes = 16)
