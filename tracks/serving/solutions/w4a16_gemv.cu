@@ -1,11 +1,36 @@
-// W4A16 GEMV: a warp per output row n reads the row's int4 codes as 16-byte chunks (32 codes, all in one 128-value
-// scale group), turns each code q into q - 8 with two integer-float tricks (the code ORed into the mantissa of 2^23,
-// then 2^23 + 8 subtracted: exact), multiplies by the activations of every batch row in fp32, applies the group's
-// fp16 scale once per chunk, and adds its partial sums across the warp with shuffles. Hypothesis: at batch 1 to 16 a
-// GEMV reads each weight once and does 2 x batch FLOPs with it, far under the ridge point, so its time is the weight
-// bytes at the memory's bandwidth; int4 weights are a quarter of fp16's bytes, so the same GEMV in int4 can be up to
-// four times faster than the fp16 one, if decoding keeps up with the loads. The launch: 256 threads a block, 8 rows a
-// block (TILE_Y = 8), one per warp; batch up to 16.
+// W4A16 GEMV on the tensor cores: y (batch x N) = x (batch x K, fp16) @ W^T, W's int4 codes decoded to fp16 in
+// registers and multiplied by mma.sync m16n8k16 (fp16 in, fp32 accumulate), the batch as the 16 rows of A (rows past
+// the batch are zeros). Hypothesis: at batch 1 a GEMV reads each weight once for 2 FLOPs, far under any ridge point,
+// so its time is the weight bytes at the memory's bandwidth; at batch 16 it is 64 FLOPs a weight byte, over the fp32
+// cores' ridge (the H200's fp32 SGEMM 50.8 TFLOP/s against its 4.2 TB/s copy: 12 FLOPs a byte), so the same loop in
+// fp32 FMAs is compute-bound there while the tensor cores leave it memory-bound. One kernel serves both.
+//
+// A dot product does not care in which order its k are paired, only that A's and B's k agree: a thread's k are the 32
+// consecutive codes of its 16-byte chunk of a row (k0 + 32 t .. + 31, t the lane's index in its quad), and mma step s
+// takes codes 4s .. 4s + 3 of it as the fragment's k pairs (2t, 2t + 1) and (2t + 8, 2t + 9); the A fragment reads x
+// at the same k. So each lane loads whole 16-byte chunks of W and 64 contiguous bytes of x a row, with no shuffles,
+// and one 128-value k-block is one scale group of a row: each block's products are scaled once, in fp32.
+// Codes decode exactly: 0x6400 | q is the fp16 1024 + q, and 1024 + q - 1032 = q - 8.
+//
+// The launch: 128 threads a block (4 warps), TILE_Y = 64 rows of W a block, each warp all 64 rows (8 mma n-tiles,
+// reusing its x fragments 8 times) over every fourth k-block; the warps' sums meet in shared memory.
+
+#define GROUP 128                 // values of a row a scale covers: one k-block
+#define WARPS (BLOCK_X / 32)
+#define NT (TILE_Y / 8)           // n-tiles of 8 rows a warp multiplies
+
+__device__ __forceinline__ unsigned sub_f16x2(unsigned a, unsigned b)
+{
+    unsigned r;
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+// two codes as fp16x2 (q_lo - 8, q_hi - 8): 0x6400 | q is the fp16 1024 + q
+__device__ __forceinline__ unsigned decode2(unsigned lo, unsigned hi)
+{
+    return sub_f16x2(0x64006400u | lo | (hi << 16), 0x64086408u);
+}
 
 // two fp16 values (lo in the low half) as floats
 __device__ __forceinline__ float2 f16x2_to_float2(unsigned h)
@@ -15,59 +40,92 @@ __device__ __forceinline__ float2 f16x2_to_float2(unsigned h)
     return make_float2(lo, hi);
 }
 
-#define GROUP 128
-#define MAX_BATCH 16
-
-// the 8 codes of a word, even k in the low nibble, as q - 8
-__device__ __forceinline__ void decode8(unsigned word, float* w)
+__device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = __uint_as_float(0x4B000000u | ((word >> (4 * j)) & 15u)) - 8388616.0f;
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 extern "C" __global__ void w4a16_gemv(float* y, const unsigned char* w, const unsigned short* scales,
                                       const unsigned short* x, int batch, int N, int K)
 {
+    __shared__ float partial[WARPS][NT][4][32];   // each warp's C fragments, summed by warp 0
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int n = blockIdx.y * TILE_Y + warp;
-    if (n >= N) return;
-    const uint4* row = reinterpret_cast<const uint4*>(w + (size_t)n * (K / 2));
-    const unsigned short* srow = scales + (size_t)n * (K / GROUP);
-    float acc[MAX_BATCH];
-#pragma unroll
-    for (int b = 0; b < MAX_BATCH; ++b) acc[b] = 0.0f;
+    const int g = lane / 4, t = lane % 4;        // the fragment's group (a row of A, a column of B) and its quad lane
+    const int n0 = blockIdx.y * TILE_Y, blocks = K / GROUP;
 
-    for (int c = lane; c < K / 32; c += 32) {
-        const uint4 chunk = row[c];
-        float wv[32];
-        decode8(chunk.x, wv);
-        decode8(chunk.y, wv + 8);
-        decode8(chunk.z, wv + 16);
-        decode8(chunk.w, wv + 24);
-        const float scale = f16x2_to_float2(srow[c * 32 / GROUP]).x;
+    float acc[NT][4];
 #pragma unroll
-        for (int b = 0; b < MAX_BATCH; ++b) {
-            if (b >= batch) break;
-            const uint4* xs = reinterpret_cast<const uint4*>(x + (size_t)b * K + c * 32);
-            float partial = 0.0f;
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f;
+
+    for (int kb = warp; kb < blocks; kb += WARPS) {
+        const int k = kb * GROUP + 32 * t;       // this lane's 32 k of the block
+        uint4 wq[NT];                            // W's codes: row n0 + 8j + g, k .. k + 31
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int n = n0 + 8 * j + g;
+            wq[j] = n < N ? *reinterpret_cast<const uint4*>(w + (size_t)n * (K / 2) + k / 2) : make_uint4(0, 0, 0, 0);
+        }
+        unsigned xa[2][16];                      // x rows g and g + 8 (batch rows), k .. k + 31: two fp16 a word
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int b = g + 8 * r;
 #pragma unroll
             for (int v = 0; v < 4; ++v) {
-                const uint4 h = xs[v];
-                const unsigned hs[4] = {h.x, h.y, h.z, h.w};
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const float2 xf = f16x2_to_float2(hs[i]);
-                    partial += wv[v * 8 + 2 * i] * xf.x + wv[v * 8 + 2 * i + 1] * xf.y;
-                }
+                const uint4 u = b < batch ? reinterpret_cast<const uint4*>(x + (size_t)b * K + k)[v]
+                                          : make_uint4(0, 0, 0, 0);
+                xa[r][4 * v] = u.x;
+                xa[r][4 * v + 1] = u.y;
+                xa[r][4 * v + 2] = u.z;
+                xa[r][4 * v + 3] = u.w;
             }
-            acc[b] += partial * scale;
+        }
+        float sum[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) sum[j][c] = 0.0f;
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {            // codes 4s .. 4s + 3 of each lane's 32
+            const unsigned a[4] = {xa[0][2 * s], xa[1][2 * s], xa[0][2 * s + 1], xa[1][2 * s + 1]};
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const unsigned words[4] = {wq[j].x, wq[j].y, wq[j].z, wq[j].w};
+                const unsigned codes = words[s / 2] >> (16 * (s % 2));   // four codes, k + 4s first
+                mma_f16(sum[j], a, decode2(codes & 15u, (codes >> 4) & 15u),
+                        decode2((codes >> 8) & 15u, (codes >> 12) & 15u));
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {           // C columns 2t and 2t + 1 of n-tile j: rows n0 + 8j + 2t (+ 1) of W
+            const int n = n0 + 8 * j + 2 * t;
+            const float s0 = n < N ? f16x2_to_float2(scales[(size_t)n * blocks + kb]).x : 0.0f;
+            const float s1 = n + 1 < N ? f16x2_to_float2(scales[(size_t)(n + 1) * blocks + kb]).x : 0.0f;
+            acc[j][0] += sum[j][0] * s0;
+            acc[j][1] += sum[j][1] * s1;
+            acc[j][2] += sum[j][2] * s0;
+            acc[j][3] += sum[j][3] * s1;
         }
     }
+
 #pragma unroll
-    for (int b = 0; b < MAX_BATCH; ++b) {
-        if (b >= batch) break;
-        float s = acc[b];
-        for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-        if (lane == 0) y[(size_t)b * N + n] = s;
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) partial[warp][j][c][lane] = acc[j][c];
+    __syncthreads();
+    if (warp != 0) return;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {            // c0, c1: batch row g; c2, c3: g + 8; columns 2t + (c & 1)
+            float total = acc[j][c];
+            for (int v = 1; v < WARPS; ++v) total += partial[v][j][c][lane];
+            const int b = g + 8 * (c / 2), n = n0 + 8 * j + 2 * t + (c & 1);
+            if (b < batch && n < N) y[(size_t)b * N + n] = total;
+        }
     }
 }
