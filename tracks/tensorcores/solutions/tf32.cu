@@ -2,7 +2,8 @@
 // cvt.rna.tf32.f32) as its fragment is loaded, and multiplied by mma.sync.m16n8k8 .tf32 with an fp32
 // accumulator. The slabs are
 // fp32 (BK = 16: rows of A are 64 bytes, as in the bf16 steps) copied by cp.async in the swizzled layout of
-// step 4, pipelined as in step 5. ldmatrix moves 16-bit values, so the fragments are read with scalar shared
+// step 4, pipelined as in step 5, each thread's copies in passes known at compile time as in step 6 (238 registers
+// where step 5's loops took 252). ldmatrix moves 16-bit values, so the fragments are read with scalar shared
 // loads: a lane holds A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4] and B[t][g], B[t+4][g] (g = lane / 4,
 // t = lane % 4).
 // Hypothesis: TF32 runs at half of bf16's tensor-core rate on Hopper and moves twice the bytes per value, so
@@ -16,6 +17,8 @@
 #define WARPS_N (BN / WN)
 #define MI (WM / 16)           // mma tiles down a warp tile
 #define NI (WN / 8)            // and across it
+#define RA (NT / (BK / 4))     // rows of A one pass of 16-byte copies (4 floats) covers
+#define RB (NT / (BN / 4))     // and k rows of B
 
 __device__ __forceinline__ unsigned smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
@@ -61,18 +64,23 @@ tc_tf32(float* C, const float* A, const float* B, int M, int N, int K)
     const int g = lane / 4, t = lane % 4;
     const int tiles = K / BK;
 
+    // this thread's copies, as in step 6: one 16-byte chunk of each pass of RA rows of A (RB k rows of B), in the
+    // same column, so each pass adds a constant: A's swizzle repeats every 8 rows, B's every 8 k rows (two passes,
+    // hence two offsets)
+    static_assert(RA % 8 == 0 && RB == 4, "a pass of A keeps its swizzle, two passes of B make its period");
+    const int ra = tid / (BK / 4), ka = (tid % (BK / 4)) * 4, kb = tid / (BN / 4), nb = (tid % (BN / 4)) * 4;
+    const float* a_src = A + (size_t)(row0 + ra) * K + ka;
+    const float* b_src = B + (size_t)kb * N + col0 + nb;
+    const int a_dst = a_at(ra, ka), b_dst[2] = {b_at(kb, nb), b_at(kb + RB, nb) - RB * BN};
     auto copy_slab = [&](int stage, int kt) {   // issue the cp.asyncs of slab kt into buffer stage
-        const int k0 = kt * BK;
+        const float* a = a_src + kt * BK;
+        const float* b = b_src + (size_t)kt * BK * N;
 #pragma unroll
-        for (int c = tid; c < BM * BK / 4; c += NT) {
-            const int r = c / (BK / 4), k = (c % (BK / 4)) * 4;
-            cp_async16(&As[stage][a_at(r, k)], &A[(size_t)(row0 + r) * K + k0 + k]);
-        }
+        for (int pass = 0; pass < BM / RA; ++pass)
+            cp_async16(&As[stage][a_dst + pass * RA * BK], a + (size_t)pass * RA * K);
 #pragma unroll
-        for (int c = tid; c < BK * BN / 4; c += NT) {
-            const int k = c / (BN / 4), n = (c % (BN / 4)) * 4;
-            cp_async16(&Bs[stage][b_at(k, n)], &B[(size_t)(k0 + k) * N + col0 + n]);
-        }
+        for (int pass = 0; pass < BK / RB; ++pass)
+            cp_async16(&Bs[stage][b_dst[pass % 2] + pass * RB * BN], b + (size_t)pass * RB * N);
     };
 
     float acc[MI][NI][4] = {};
