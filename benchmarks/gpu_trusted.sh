@@ -54,7 +54,7 @@ if ! command -v bwrap >/dev/null && [ -z "${WORKSHOP_BWRAP:-}" ]; then
 fi
 # wheels installed with `pip --target DIR` (the device's prelude) keep nbconvert's templates in DIR/share/jupyter,
 # which is not on Jupyter's data path: without it `nbgrader generate_feedback` finds no template
-for site in ${PYTHONPATH//:/ }; do
+for site in ${PYTHONPATH:+${PYTHONPATH//:/ }}; do
   [ -d "$site/share/jupyter" ] && export JUPYTER_PATH="$site/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
 done
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 OUT
