@@ -164,13 +164,13 @@ def _instruction(text: str) -> str:
     return next((s.split(" ")[0] for s in statements if s and not s.startswith(".")), text)
 
 
-def _directives_only(part: str) -> str:
-    """``part`` with only its preprocessor lines (a ``#define`` before a helper, continued lines too), every other
-    line left empty."""
+def _lines(part: str, directives: bool) -> str:
+    """``part`` with only its preprocessor lines (a ``#define`` before a helper, continued lines too), or with only
+    its other lines (``directives=False``), the lines left out empty."""
     kept, directive = [], False
     for line in part.splitlines(keepends=True):
         directive = directive or line.lstrip().startswith("#")
-        kept.append(line if directive else "\n" * line.count("\n"))
+        kept.append(line if directive == directives else "\n" * line.count("\n"))
         directive = directive and line.rstrip("\n").endswith("\\")
     return "".join(kept)
 
@@ -190,7 +190,8 @@ def emulated_source(source: str) -> tuple[str, list[str]]:
         if depth == 0 and ch in ";}":
             part = blank[start:i + 1]
             if ch == "}" and re.search(r"\basm\b", part):
-                header = re.sub(r"^\s*#.*$", " ", _ATTRIBUTES.sub(" ", part[:part.index("{")]), flags=re.M)
+                code = _lines(part, directives=False)
+                header = _ATTRIBUTES.sub(" ", code[:code.index("{")])
                 name = (re.findall(r"([A-Za-z_]\w*)\s*\(", header) or ["?"])[0]
                 texts = _asm_texts(source[start:i + 1])
                 pattern = EMULATED_PTX.get(name)
@@ -198,7 +199,7 @@ def emulated_source(source: str) -> tuple[str, list[str]]:
                     what = ", ".join(dict.fromkeys(f"`{_instruction(t)}`" for t in texts)) or "asm"
                     raise CannotRun(f"it uses inline PTX ({what} in {name}), which the CPU preview does not emulate")
                 replaced.append(name)
-                keep.append(_directives_only(source[start:i + 1]))   # the line numbers stay the student's
+                keep.append(_lines(source[start:i + 1], directives=True))   # the line numbers stay the student's
             else:
                 keep.append(source[start:i + 1])
             start = i + 1

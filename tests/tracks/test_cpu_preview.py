@@ -200,8 +200,8 @@ def test_without_gxx_the_preview_says_so(monkeypatch):
 
 def test_an_emulated_helper_after_a_define_keeps_the_define_and_the_line_numbers():
     """A ``#define`` just before an inline-PTX helper that ptx.h emulates stays (the kernel uses it), and the helper's
-    name is read past it, not from the define's parentheses."""
-    source = ('#define WARPS (BLOCK_X / 32)\n#define HALF(x) \\\n    ((x) / 2)\n'
+    name is read past it and its continued lines, not from their parentheses."""
+    source = ('#define WARPS (BLOCK_X / 32)\n#define HALF(x) \\\n    half_of(x)\n'
               '__device__ unsigned sub_f16x2(unsigned a, unsigned b)\n{\n    unsigned r;\n'
               '    asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));\n    return r;\n}\nint after;\n')
     text, replaced = preview.emulated_source(source)

@@ -24,7 +24,7 @@ inline float f16_value(unsigned h)
                   : exponent == 31 ? (mantissa ? NAN : INFINITY) : std::ldexp(1.0f + mantissa / 1024.0f, exponent - 15);
     return sign ? -v : v;
 }
-inline unsigned f16_bits(float x)
+inline unsigned f16_bits(double x)   // rounded once to fp16 (a float converts to double exactly)
 {
     const _Float16 h = (_Float16)x;
     unsigned short u;
@@ -44,11 +44,10 @@ inline unsigned pack_bf16(float lo, float hi) { return bf16_bits(lo) | bf16_bits
 inline unsigned tf32(float x) { return (__float_as_uint(x) + 0x1000u) & ~0x1fffu; }   // cvt.rna.tf32.f32
 inline float exp2_approx(float x) { return std::exp2(x); }                            // ex2.approx.ftz.f32
 inline float2 f16x2_to_float2(unsigned h) { return make_float2(f16_value(h & 0xffffu), f16_value(h >> 16)); }
-inline unsigned sub_f16x2(unsigned a, unsigned b)   // sub.f16x2 (.rn): each half's difference, exact in double, rounded once
+inline unsigned sub_f16x2(unsigned a, unsigned b)   // sub.f16x2 (.rn): each half's difference, exact in double
 {
-    const auto half = [](double x) { const _Float16 h = (_Float16)x; unsigned short u; std::memcpy(&u, &h, 2); return (unsigned)u; };
-    return half((double)f16_value(a & 0xffffu) - f16_value(b & 0xffffu))
-         | half((double)f16_value(a >> 16) - f16_value(b >> 16)) << 16;
+    return f16_bits((double)f16_value(a & 0xffffu) - f16_value(b & 0xffffu))
+         | f16_bits((double)f16_value(a >> 16) - f16_value(b >> 16)) << 16;
 }
 
 // ---- cp.async: the copy happens at once --------------------------------------------------------------------
