@@ -177,24 +177,26 @@ def test_the_driver_encoding_needs_a_driver():
     """cuTensorMapEncodeTiled is a driver call: without libcuda (this machine) it cannot run, so the CPU tests stop
     at its fields; the bindings take the arguments first (cuda.bindings 13 takes sizes only as cuuint64_t and
     cuuint32_t, a TypeError for plain ints), so what stops it here is the missing driver, nothing before."""
-    pytest.importorskip("cuda.bindings")
-    if Path("/proc/driver/nvidia").exists():
-        pytest.skip("a driver is present: tests/gpu/test_hopper_gpu.py encodes")
-    with pytest.raises(Exception) as caught:
-        extended_launch.encode(MapFields("BFLOAT16", (64, 64), (128,), (64, 64), "128B"), 1 << 20)
-    assert not isinstance(caught.value, (TypeError, ValueError)) and "driver" in str(caught.value), caught.value
+    _stops_at_the_missing_driver(
+        lambda: extended_launch.encode(MapFields("BFLOAT16", (64, 64), (128,), (64, 64), "128B"), 1 << 20))
 
 
 def test_the_launch_takes_its_arguments_as_the_bindings_want_them():
     """cuLaunchKernelEx with a cluster's configuration and packed arguments: as with the encoding, what stops it here
     is the missing driver, not the types of the configuration, the kernel handle or the argument array."""
-    pytest.importorskip("cuda.bindings")
-    if Path("/proc/driver/nvidia").exists():
-        pytest.skip("a driver is present: tests/gpu/test_hopper_gpu.py launches")
     config = extended_launch.launch_config((8, 4, 1), (384, 1, 1), 0,
                                            LaunchFeatures(dynamic_smem=200_000, cluster=(2, 1)))
+    _stops_at_the_missing_driver(
+        lambda: extended_launch.launch(1 << 20, config, KernelArguments([1 << 21, 1 << 22], [64], [blob(1)])))
+
+
+def _stops_at_the_missing_driver(call) -> None:
+    """``call`` (a driver call through cuda.bindings) fails here for want of libcuda, not on its arguments."""
+    pytest.importorskip("cuda.bindings")
+    if Path("/proc/driver/nvidia").exists():
+        pytest.skip("a driver is present: tests/gpu/test_hopper_gpu.py makes the driver's calls")
     with pytest.raises(Exception) as caught:
-        extended_launch.launch(1 << 20, config, KernelArguments([1 << 21, 1 << 22], [64], [blob(1)]))
+        call()
     assert not isinstance(caught.value, (TypeError, ValueError)) and "driver" in str(caught.value), caught.value
 
 
