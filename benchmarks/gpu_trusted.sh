@@ -32,7 +32,8 @@
 #   bash benchmarks/gpu_trusted.sh first-runs TRACK...   # tests/gpu/test_TRACK_gpu.py of each TRACK side by side
 #                                              # on the one GPU: correctness and points of kernels never run before,
 #                                              # in one call; their timings share the GPU, so only the logs come
-#                                              # back (the records stay behind: `grading` measures those)
+#                                              # back (the records stay behind: `grading` measures those);
+#                                              # each stops after FIRST_RUN_LIMIT_S seconds (default 560)
 #   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
@@ -179,7 +180,7 @@ case "${1:-cases}" in
     for track in "$@"; do
       [ -f "tests/gpu/test_${track}_gpu.py" ] || { echo "no tests/gpu/test_${track}_gpu.py" >&2; exit 2; }
       log=$(logfile "$track" "$track-first-run-gpu")
-      (records=$(mktemp -d); OUT=$records timeout 560 python3 -m pytest -q -s -p no:cacheprovider -n 0 -m gpu \
+      (records=$(mktemp -d); OUT=$records timeout "${FIRST_RUN_LIMIT_S:-560}" python3 -m pytest -q -s -p no:cacheprovider -n 0 -m gpu \
          "tests/gpu/test_${track}_gpu.py" > "$log" 2>&1; status=$?; rm -rf "$records"
        echo "[gpu_trusted] first run $track: $(tail -1 "$log")"; exit $status) &
       pids+=($!)

@@ -19,6 +19,8 @@ Settings (environment variables):
 - ``WORKSHOP_CELL_TIMEOUT``: seconds a notebook cell may run during autograde (default 120);
 - ``WORKSHOP_SANDBOX=off``, ``WORKSHOP_BWRAP`` and ``WORKSHOP_SANDBOX_CGROUPS=off``: see `graders.sandbox.run`
   and `graders.sandbox.confine` (which reads the last itself: it runs without this package);
+- ``WORKSHOP_CHILD_MEMORY_GIB``: the memory cap of a grading child that names none itself (default 32 GiB: the
+  whole sandbox through its cgroup, else per process; see `graders.sandbox.run.run_child`);
 - ``WORKSHOP_PERF_BUDGET_S``: seconds of timed runs per CUDA kernel (default: the spec's budget);
 - ``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM``, ``WORKSHOP_COMPUTE_SANITIZER``: the tools to use;
 - ``WORKSHOP_SANITIZE=off``: skip the compute-sanitizer runs of CUDA kernels (`graders.cuda_engine.sanitizer`);
@@ -75,6 +77,18 @@ def sandbox_enabled() -> bool:
 def bwrap_binary() -> str | None:
     """``WORKSHOP_BWRAP``, else ``bwrap`` on PATH, else None."""
     return os.environ.get("WORKSHOP_BWRAP") or shutil.which("bwrap")
+
+
+def child_memory_bytes() -> int:
+    """``WORKSHOP_CHILD_MEMORY_GIB`` (a positive number of GiB, default 32) in bytes; `ValueError` otherwise."""
+    text = os.environ.get("WORKSHOP_CHILD_MEMORY_GIB", "").strip() or "32"
+    try:
+        gib = float(text)
+    except ValueError:
+        gib = 0.0
+    if not gib > 0:
+        raise ValueError(f"WORKSHOP_CHILD_MEMORY_GIB={text!r} is not a positive number of GiB")
+    return int(gib * (1 << 30))
 
 
 def perf_budget_s(default: float) -> float:

@@ -230,7 +230,7 @@ def run_child(
     what it prints comes back in ``ChildResult.stdout``.
 
     ``memory_bytes`` caps the sandbox's memory (and, without ``gpu``, each process's address space; CUDA
-    reserves far more address space than it uses). ``gpu`` gives the child the GPU. ``env`` is set in the
+    reserves far more address space than it uses); None: `settings.child_memory_bytes` (every child is capped). ``gpu`` gives the child the GPU. ``env`` is set in the
     child on top of the sandbox's allowlisted environment (``PYTHONPATH`` directories become visible).
     Raises `SandboxUnavailable` when there is no sandbox (see ``WORKSHOP_SANDBOX``).
 
@@ -310,6 +310,7 @@ def child_argv(command: list[str], *, gpu: bool, memory_bytes: int | None, env: 
     # the child's entry point is this package: importable in the child however it was installed
     pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
+    memory_bytes = settings.child_memory_bytes() if memory_bytes is None else memory_bytes
     return sandbox_argv(command, Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra,
                         usage_fd=usage.fd if usage else None)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from processes import processes_with
 
+from graders import settings
 from graders.sandbox import confine
 from graders.sandbox.run import REPO_ROOT, Confinement, SandboxUnavailable, run_child, sandbox_argv
 
@@ -73,6 +74,19 @@ def test_dying_child_is_reported_as_crashed(handler):
 def test_memory_limit_stops_a_huge_allocation(handler):
     result = run_child(handler, {"what": "allocate"}, timeout_s=10, memory_bytes=2 << 30)
     assert result.answer["error"].startswith("MemoryError")
+
+
+def test_a_child_that_names_no_memory_cap_gets_the_default_one(handler, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_CHILD_MEMORY_GIB", "2")
+    result = run_child(handler, {"what": "allocate"}, timeout_s=10)
+    assert result.answer["error"].startswith("MemoryError")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "lots"])
+def test_a_child_memory_cap_that_is_not_a_positive_size_is_refused(monkeypatch, value):
+    monkeypatch.setenv("WORKSHOP_CHILD_MEMORY_GIB", value)
+    with pytest.raises(ValueError, match="WORKSHOP_CHILD_MEMORY_GIB"):
+        settings.child_memory_bytes()
 
 
 # --- the sandbox itself: one test per property, through run_child or sandbox_argv, with the real bwrap ---

@@ -56,3 +56,45 @@ def test_an_include_of_another_copy_of_the_solutions_earns_nothing(solutions_cop
     outputs = "".join(str(c.get("outputs", "")) for c in course.autograded("mm-includer").cells)
     assert "cannot open source file" in outputs
     assert "a[i] + b[i]" not in outputs   # nothing of the reference's text came back
+
+
+GPU_HANDLER = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def handle(request):
+    if request.get("touch_gib"):   # host memory written, page by page: the cap counts it either way
+        block = bytearray(request["touch_gib"] << 30)
+        block[::4096] = bytes(len(block) // 4096)
+        return {"touched": len(block)}
+    a = torch.randn(4096, 4096, device="cuda")
+    product = (a @ a).sum().item()
+    x = torch.ones(1 << 20, device="cuda")
+    _double[(x.numel() // 1024,)](x, x.numel(), BLOCK=1024)
+    return {"finite": product == product, "doubled": x.sum().item()}
+'''
+
+
+@pytest.mark.parametrize("cgroups", ["on", "off"])
+def test_a_gpu_child_under_the_default_memory_cap(tmp_path, monkeypatch, cgroups):
+    # the cap every grading child gets unless it names one (settings.child_memory_bytes): torch and Triton work
+    # on the GPU under it, with the sandbox's memory cgroup or, without one, RLIMIT_DATA per process
+    from graders import settings
+    from graders.sandbox.run import run_child
+    if cgroups == "off":
+        monkeypatch.setenv("WORKSHOP_SANDBOX_CGROUPS", "off")
+    (tmp_path / "gpu_handler.py").write_text(GPU_HANDLER)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    done = run_child("gpu_handler", {}, timeout_s=120, gpu=True)
+    assert done.ok and done.answer == {"finite": True, "doubled": float(2 << 20)}, (done.message, done.stderr)
+    over = settings.child_memory_bytes() // (1 << 30) + 4
+    done = run_child("gpu_handler", {"touch_gib": over}, timeout_s=120, gpu=True)
+    assert "touched" not in done.answer, done.answer
