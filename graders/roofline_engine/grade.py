@@ -128,7 +128,8 @@ def predict(assignment: str, op_id: str, answer) -> float:
         publish(GradeResult(op_id, Status.INCORRECT, str(failed), max_points=rules.max_points, target="gpu"))
         raise
     measurement = worker_measurement(assignment)
-    w = scoring.worker(measurement, spec(assignment)["reference_gpu"])
+    figures = spec(assignment)
+    w = scoring.worker(measurement, figures["reference_gpu"], figures.get("datasheet_peaks"))
     graded = scoring.grade(op, answer, key(assignment).WORK[op_id], measurement["operations"][op_id], w, rules)
     status = Status.OK if graded.points == rules.max_points else Status.INCORRECT
     publish(GradeResult(op_id, status, "" if status == Status.OK else "not every part right",

@@ -60,17 +60,17 @@ class Worker:
         return asdict(self)
 
 
-def worker(measurement: dict, reference: dict) -> Worker:
+def worker(measurement: dict, reference: dict, datasheets: dict | None = None) -> Worker:
     """The worker of ``measurement`` (the child's answer): bandwidth and FP32 peak from its GPU's clocks and widths
-    (`graders.cuda_engine.timing.peaks`), the tensor-core peaks from ``reference`` (the spec's
-    ``[reference_gpu]``) where the worker is that GPU (a datasheet's, not derivable from the clocks), the launch
-    overhead as measured."""
+    (`graders.cuda_engine.timing.peaks`), the tensor-core peaks (a datasheet's, not derivable from the clocks) from
+    ``reference`` (the spec's ``[reference_gpu]``) where the worker is that GPU, else from ``datasheets`` (the spec's
+    ``[datasheet_peaks]``, by GPU name) where it names it; the launch overhead as measured."""
     env = measurement["environment"]
     same = env.get("gpu") == reference["name"]
     read = env.get("peaks", {})
     peaks = {"fp32": read.get("fp32") or (reference["fp32_tflops"] * 1e12 if same else None)}
-    if same:
-        peaks |= {name: reference[f"{name}_tflops"] * 1e12 for name in ("tf32", "bf16", "fp8")}
+    sheet = reference if same else (datasheets or {}).get(env.get("gpu"), {})
+    peaks |= {name: sheet[f"{name}_tflops"] * 1e12 for name in ("tf32", "bf16", "fp8") if f"{name}_tflops" in sheet}
     bandwidth = read.get("dram") or (reference["hbm_tb_s"] * 1e12 if same else math.nan)
     return Worker(env.get("gpu", "?"), bandwidth, {k: v for k, v in peaks.items() if v}, int(env.get("l2_bytes", 0)),
                   int(env.get("sms", 0)), float(measurement["launch_overhead_s"]))

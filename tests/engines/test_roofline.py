@@ -214,7 +214,7 @@ def test_the_times_10x_off_score_no_time_points_whatever_the_measurement_within_
             assert graded(op, answer, measurement(factor)).parts["time"] == 0, (op, factor)
 
 
-def test_the_worker_reads_the_gpus_peaks_and_the_datasheets_tensor_rates_only_for_the_reference_gpu():
+def test_the_worker_reads_the_gpus_peaks_and_the_datasheets_tensor_rates_only_for_gpus_the_spec_names():
     h200 = scoring.worker(WITHIN_2X, H200)
     assert h200.bandwidth == 4814304000000.0 and h200.peaks["fp32"] == 66908160000000.0
     assert h200.peaks["bf16"] == 989e12 and h200.launch_s == 7e-6
@@ -224,6 +224,12 @@ def test_the_worker_reads_the_gpus_peaks_and_the_datasheets_tensor_rates_only_fo
                       WITHIN_2X["operations"]["matmul_bf16"], other, RULES)
     assert "compute" not in g.shares
     assert "peak is not known to the grader" in scoring.shows(OPS["matmul_bf16"], g, other)
+    sheets = grade.spec("roofline")["datasheet_peaks"]
+    h100 = scoring.worker(WITHIN_2X | {"environment": ENVIRONMENT | {"gpu": "NVIDIA H100 80GB HBM3"}}, H200, sheets)
+    assert h100.peaks == {"fp32": h200.peaks["fp32"], "tf32": 494.7e12, "bf16": 989.4e12, "fp8": 1978.9e12}
+    g = scoring.grade(OPS["matmul_bf16"], KEY["matmul_bf16"], WORK["matmul_bf16"],
+                      WITHIN_2X["operations"]["matmul_bf16"], h100, RULES)
+    assert "compute" in g.shares
 
 
 def test_fractions_of_a_measurement():

@@ -58,7 +58,7 @@ def test_the_child_measures_every_operation_and_the_launch_overhead(measured):
 
 
 def test_every_operation_lands_in_the_regime_the_key_says(measured):
-    w = scoring.worker(measured[0], REFERENCE_GPU)
+    w = scoring.worker(measured[0], REFERENCE_GPU, grade.spec("roofline").get("datasheet_peaks"))
     shown = {}
     for op in OPS:
         shares = scoring.fractions(OPS[op], WORK[op], measured[0]["operations"][op]["median_s"], w)
