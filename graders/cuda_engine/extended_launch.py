@@ -222,7 +222,12 @@ def encode(fields: MapFields, address: int) -> bytes:
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled refused {fields}: {err.name}")
-    return struct.pack("<16Q", *tensor_map.opaque)
+    return map_bytes(tensor_map)
+
+
+def map_bytes(tensor_map) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` (its ``opaque`` words are ``cuuint64_t`` objects, not ints)."""
+    return struct.pack("<16Q", *(int(word) for word in tensor_map.opaque))
 
 
 class KernelArguments:

@@ -181,6 +181,14 @@ def test_the_driver_encoding_needs_a_driver():
         lambda: extended_launch.encode(MapFields("BFLOAT16", (64, 64), (128,), (64, 64), "128B"), 1 << 20))
 
 
+def test_the_encoded_map_is_read_back_as_its_128_bytes():
+    """The bindings' CUtensorMap holds its 16 words as cuuint64_t objects, which struct takes only as ints."""
+    driver = pytest.importorskip("cuda.bindings.driver")
+    tensor_map = driver.CUtensorMap()
+    tensor_map.opaque = [driver.cuuint64_t(7 + i) for i in range(16)]
+    assert extended_launch.map_bytes(tensor_map) == blob(7)
+
+
 def test_the_launch_takes_its_arguments_as_the_bindings_want_them():
     """cuLaunchKernelEx with a cluster's configuration and packed arguments: as with the encoding, what stops it here
     is the missing driver, not the types of the configuration, the kernel handle or the argument array."""
