@@ -34,7 +34,8 @@ from graders.sandbox.starvation import refuse_starved
 
 TOOLS = DEFAULT_SANITIZER_TOOLS
 CHILD = "graders.cuda_engine.launch_child"
-TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
+TIMEOUT_S = 180.0
+RACECHECK_PRINT_LIMIT = 5    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
 _ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)
 _RACES = re.compile(r"^=+ RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", re.MULTILINE)
 _FINDING = re.compile(r"^=+ ((?:Error: )?(?:Race reported|Invalid|Uninitialized|Out of bounds|Misaligned|"
@@ -102,12 +103,25 @@ def crash_report(request: dict, kernel: KernelSpec, env: dict[str, str], shape: 
     first block of memcheck's report (`first_block`), [] when it reports none. The launch is expected to fail (the
     kernel crashed there): its child's end is not the grader's problem. Raises `SanitizerMissing` without
     compute-sanitizer and `graders.sandbox.starvation.WorkerStarved` when the worker starved the run."""
-    wrapper = (str(tool_binary()), "--tool", "memcheck", "--kernel-name", f"kns={kernel.function}",
-               "--report-api-errors", "no", "--print-limit", "1", "--error-exitcode", "0")
     run = run_child(CHILD, request | {"shape": list(shape), "lineinfo": True}, timeout_s=TIMEOUT_S, gpu=True,
-                    wrapper=wrapper, env=env)
+                    wrapper=tool_wrapper("memcheck", kernel.function), env=env)
     refuse_starved(run, TIMEOUT_S)
     return first_block(run.stdout)
+
+
+def tool_wrapper(tool: str, kernel_name: str | None = None) -> tuple[str, ...]:
+    """compute-sanitizer's command line around a child for ``tool``: ``kernel_name`` limits memcheck, racecheck and
+    synccheck to kernels whose name contains it (initcheck watches every kernel, since it knows memory as written
+    only when it saw the write: the grader's own kernels fill the inputs and poison the output); errors of host API
+    calls are not the kernel's and are not reported; the tool never fails the run itself. A memcheck, initcheck or
+    synccheck finding carries a host backtrace of about 2 KiB, so one is printed (its summary still counts them
+    all) and it stays within the 4 KiB of output kept (`graders.sandbox.capped_output`); racecheck's hazards are a
+    few lines each, and its first shown may be a warning, so it prints `RACECHECK_PRINT_LIMIT`.
+    Raises `SanitizerMissing` without compute-sanitizer."""
+    watched = ("--kernel-name", f"kns={kernel_name}") if kernel_name and tool != "initcheck" else ()
+    limit = RACECHECK_PRINT_LIMIT if tool == "racecheck" else 1
+    return (str(tool_binary()), "--tool", tool, *watched, "--report-api-errors", "no", "--print-limit", str(limit),
+            "--error-exitcode", "0")
 
 
 def tool_binary():
@@ -121,17 +135,12 @@ def tool_binary():
 
 
 def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_name: str | None = None) -> str:
-    """Run the grading child ``child`` on ``request`` once under ``tool``: '' or its finding (`findings`).
+    """Run the grading child ``child`` on ``request`` once under ``tool`` (`tool_wrapper`, ``kernel_name``
+    watched): '' or its finding (`findings`).
 
-    ``kernel_name`` limits memcheck and racecheck to kernels whose name contains it; initcheck watches every
-    kernel, since it knows memory as written only when it saw the write (the grader's own kernels fill the
-    inputs and poison the output). Errors of host API calls are not the kernel's and are not reported.
     Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when the run does not finish, and
     `graders.sandbox.starvation.WorkerStarved` when it did not because the worker starved it."""
-    watched = ("--kernel-name", f"kns={kernel_name}") if kernel_name and tool != "initcheck" else ()
-    wrapper = (str(tool_binary()), "--tool", tool, *watched, "--report-api-errors", "no", "--print-limit", "5",
-               "--error-exitcode", "0")
-    run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
+    run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=tool_wrapper(tool, kernel_name), env=env)
     refuse_starved(run, TIMEOUT_S)
     if not run.ok or "error" in run.answer:
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({run.status}: "

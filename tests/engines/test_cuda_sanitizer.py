@@ -13,6 +13,7 @@ from graders.cuda_engine import grade, sanitizer
 from graders.cuda_engine.spec import load_spec, resolve_geometry
 from graders.gpu import NeedsGPUWorker
 from graders.result import GradeResult, Status
+from graders.sandbox import capped_output
 from graders.sandbox.run import ChildResult, run_child
 
 MEMCHECK = """========= COMPUTE-SANITIZER
@@ -252,11 +253,11 @@ def test_the_tools_whole_command_line_limit_and_environment(tool):
     assert sanitizer.run_tool("memcheck", "some.child", {"seed": 3}, env, "transpose_padded") == ""
     assert sanitizer.run_tool("initcheck", "some.child", {"seed": 3}, env, "transpose_padded") == ""
     assert sanitizer.run_tool("racecheck", "some.child", {"seed": 3}, env) == ""
-    common = ("--report-api-errors", "no", "--print-limit", "5", "--error-exitcode", "0")
+    one, five = (("--report-api-errors", "no", "--print-limit", n, "--error-exitcode", "0") for n in ("1", "5"))
     assert [run["wrapper"] for run in tool.runs] == [
-        (str(tool.binary), "--tool", "memcheck", "--kernel-name", "kns=transpose_padded", *common),
-        (str(tool.binary), "--tool", "initcheck", *common),
-        (str(tool.binary), "--tool", "racecheck", *common)]
+        (str(tool.binary), "--tool", "memcheck", "--kernel-name", "kns=transpose_padded", *one),
+        (str(tool.binary), "--tool", "initcheck", *one),
+        (str(tool.binary), "--tool", "racecheck", *five)]
     for run in tool.runs:
         assert run == {"handler": "some.child", "request": {"seed": 3}, "timeout_s": sanitizer.TIMEOUT_S,
                        "gpu": True, "wrapper": run["wrapper"], "env": env}
@@ -350,3 +351,28 @@ def test_the_tools_children_run_side_by_side_and_the_first_finding_is_in_the_too
     assert list(checked["tools"]) == list(sanitizer.TOOLS) == ["memcheck", "racecheck", "initcheck"]
     assert checked["failure"] == sanitizer.findings("memcheck", MEMCHECK)
     assert checked["tools"]["initcheck"] == sanitizer.findings("initcheck", INITCHECK)
+
+
+def _memcheck_finding(n: int) -> str:
+    """memcheck's block for its n-th finding as compute-sanitizer 2025.3 prints it on the H200: the finding, where,
+    which thread, the address, and a host backtrace of 35 frames."""
+    frames = "".join(f"=========         Host Frame: _PyEval_EvalFrameDefault [0x1d7{i:03x}] in python3\n"
+                     for i in range(35))
+    return (f"========= Invalid __global__ read of size 16 bytes (finding {n})\n"
+            "=========     at copy_rows+0x230 in your_kernel.cu:7\n"
+            "=========     by thread (64,0,0) in block (2,0,0)\n"
+            "=========     Access to 0x7fac32a02348 is misaligned\n"
+            "=========     Saved host backtrace up to driver entry point at kernel launch time\n"
+            f"{frames}========= \n")
+
+
+@pytest.mark.parametrize("printed, kept", [(1, True), (5, False)])
+def test_one_printed_finding_and_the_summary_fit_in_the_output_kept(printed, kept):
+    """What comes back from a child is its output's last 4 KiB: with memcheck's host backtraces, the first of five
+    printed findings is gone from it, while one printed finding is kept whole (hence `tool_wrapper`'s limit 1)."""
+    report = ("========= COMPUTE-SANITIZER\n" + "".join(_memcheck_finding(n) for n in range(1, printed + 1))
+              + "========= ERROR SUMMARY: 786 errors\n")
+    tail = report.encode()[-capped_output.TAIL_BYTES:].decode()
+    finding = sanitizer.findings("memcheck", tail)
+    assert finding.startswith("compute-sanitizer --tool memcheck found 786 error(s)")
+    assert ("(finding 1)" in finding) == kept, finding

@@ -82,10 +82,8 @@ def under(tool: str, kernel_id: str, source: str, shape: tuple[int, ...]) -> str
     """``tool``'s finding on one launch at ``shape`` (whether the launch itself then failed or not)."""
     request = {"spec_path": str(SPEC.path), "kernel_id": kernel_id, "source": source, "seed": hidden_seed(),
                "shape": list(shape)}
-    wrapper = (str(sanitizer.tool_binary()), "--tool", tool, "--kernel-name", f"kns={SPEC.kernel(kernel_id).function}",
-               "--print-limit", "5", "--error-exitcode", "0")
-    run = run_child(sanitizer.CHILD, request, timeout_s=sanitizer.TIMEOUT_S, gpu=True, wrapper=wrapper,
-                    env=grade._child_env())
+    run = run_child(sanitizer.CHILD, request, timeout_s=sanitizer.TIMEOUT_S, gpu=True,
+                    wrapper=sanitizer.tool_wrapper(tool, SPEC.kernel(kernel_id).function), env=grade._child_env())
     print(f"\n{tool} on {kernel_id} at {shape}:\n{run.stdout[-3000:]}")
     return sanitizer.findings(tool, run.stdout)
 
@@ -135,8 +133,8 @@ def test_a_reference_submission_in_a_minute_and_the_untouched_ones_feedback_show
     assert grading.seconds["reference"] <= 60, grading.seconds
     grading.grade("stub", {})
     outputs = grading.test_cell_outputs("stub")
-    text = {gid: "".join(o.get("text", "") + "".join(o.get("traceback", [])) for o in cell)
-            for gid, cell in outputs.items()}
+    text = {gid: " ".join("".join(o.get("text", "") + "".join(o.get("traceback", [])) for o in cell).split())
+            for gid, cell in outputs.items()}   # the feedback's lines are wrapped: compared with one space
     assert not any(stderr_text(cell) for cell in outputs.values())
     assert "misaligned" in text["copy_score"].lower() and "your_kernel.cu:7" in text["copy_score"], text["copy_score"]
     assert "NaN" in text["softmax_score"] and "did not finish within" in text["chunked_score"]
