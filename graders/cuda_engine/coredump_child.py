@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from graders.cuda_engine.child import _is_cuda_error
+from graders.cuda_engine.compile import CELL_NAME
 from graders.cuda_engine.launch_child import launch_once
 from graders.cuda_engine.sass import find_tool
 from graders.cuda_engine.spec import load_spec, resolve_geometry
@@ -25,13 +26,15 @@ ENV = {"CUDA_ENABLE_COREDUMP_ON_EXCEPTION": "1", "CUDA_ENABLE_CPU_COREDUMP_ON_EX
                                          "skip_local_memory,skip_abort"}
 GDB_TIMEOUT_S = 60.0   # cuda-gdb opening the dump and printing where it stopped
 _EXCEPTION = re.compile(r"^(CUDA Exception: .*|The exception was triggered at .*|#0 .* at \S+:\d+)$")
+_CELL_PATH = re.compile(r" at \S*/(" + re.escape(CELL_NAME) + r":\d+)$")   # cuda-gdb puts the compile's directory first
 
 
 def exception_lines(text: str) -> list[str]:
     """What cuda-gdb printed of the exception, in its words: ``CUDA Exception: ...``, ``The exception was
-    triggered at PC ... (FILE:LINE)``, the innermost frame ``#0 ... at FILE:LINE``, and the source line it shows
-    under it (``LINE<tab>code``), each once, in its order."""
-    lines = [line.rstrip() for line in text.splitlines()]
+    triggered at PC ... (FILE:LINE)``, the innermost frame ``#0 ... at FILE:LINE`` (the cell's file named without
+    the directory it was compiled in), and the source line it shows under it (``LINE<tab>code``), each once, in
+    its order."""
+    lines = [_CELL_PATH.sub(r" at \1", line.rstrip()) for line in text.splitlines()]
     found: list[str] = []
     for i, line in enumerate(lines):
         if _EXCEPTION.match(line) and line not in found:
@@ -57,6 +60,7 @@ def handle(request: dict) -> dict:
         return {"lines": [], "why": "no cuda-gdb on this GPU worker"}
     if not Path(DUMP).is_file():
         return {"lines": [], "why": "the CUDA driver wrote no core dump"}
+    Path(CELL_NAME).write_text(request["source"])   # where cuda-gdb looks for the frame's source line
     try:
         run = subprocess.run([str(gdb), "-batch", "-nx", "-ex", f"target cudacore {DUMP}"], capture_output=True,
                              text=True, timeout=GDB_TIMEOUT_S)

@@ -132,6 +132,13 @@ def test_cuda_gdbs_words_on_a_core_dump_are_the_exception_its_pc_and_line_and_th
     assert coredump_child.exception_lines("Opening GPU coredump: x\nNo CUDA exception\n") == []
 
 
+def test_the_frame_names_the_cells_file_without_the_directory_it_was_compiled_in():
+    # as cuda-gdb printed it on the H200, the sandbox's /tmp being where NVRTC compiled the cell
+    frame = "#0  0x00007fe2337a48d0 in copy_rows<<<(5,1,1),(256,1,1)>>> () at /tmp/your_kernel.cu:7"
+    assert coredump_child.exception_lines(frame + "\n7\t    dst[i] = src[i];\n") == [
+        "#0  0x00007fe2337a48d0 in copy_rows<<<(5,1,1),(256,1,1)>>> () at your_kernel.cu:7", "7      dst[i] = src[i];"]
+
+
 @pytest.mark.parametrize("dump", [ChildResult("ok", answer={"lines": ["CUDA Exception: Warp Misaligned Address"],
                                                             "why": ""}),
                                   ChildResult("ok", answer={"lines": [], "why": "no cuda-gdb on this GPU worker"}),
