@@ -9,7 +9,8 @@ Nothing of the host is visible unless it is on this list (`visible`):
   alternatives' symlinks;
 - **the Python installation(s)**: ``sys.prefix``, ``sys.base_prefix``, ``sys.exec_prefix`` and the directories on
   ``sys.path`` and ``PYTHONPATH`` that are not a course (`looks_private`), and the directories on
-  ``LD_LIBRARY_PATH`` likewise;
+  ``LD_LIBRARY_PATH`` likewise; never ``/`` or a directory the sandbox has its own of (`PRIVATE`: a grader run
+  from the host's ``/tmp`` has it on ``sys.path``) or one above them;
 - **the grader**: this package's ``graders/`` folder, and each track's grader files
   (`graders.tracks.GRADER_FILES`: ``spec.toml``, ``structure.toml``, ``problem.py``), file by file, since the
   solutions sit beside them;
@@ -46,6 +47,7 @@ COURSE_PRIVATE = ("tracks", "solutions", "source", "assignments", "submitted", "
                   "exchange", "inbound", "outbound", "gradebook.db", "nbgrader_config.py", ".git")
 SYSTEM_DIRS = ("/usr",)
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+PRIVATE = ("/tmp", "/dev/shm", "/dev", "/proc")   # the sandbox's own: a Python path there is never the host's
 SYSTEM_HIDDEN = ("/usr/local", "/usr/src")   # locally installed software and sources: bound only as needed
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group", "hosts",
              "host.conf", "localtime", "timezone", "os-release", "alternatives")
@@ -151,7 +153,8 @@ def visible(*, gpu: bool, courses: Iterable[Path], env: Mapping[str, str], tools
     for entry in python_paths:
         if entry and os.path.isabs(entry):
             r = resolved(entry)
-            if r and r.is_dir() and r != Path("/") and not looks_private(r, courses):
+            if r and r.is_dir() and not any(within(Path(own), r) for own in ("/", *PRIVATE)) \
+                    and not looks_private(r, courses):
                 wanted.append(r)
     package_root = settings.PACKAGE_ROOT
     wanted += [package_root / name for name in CODE_PACKAGES if (package_root / name).is_dir()]

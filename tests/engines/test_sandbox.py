@@ -409,6 +409,21 @@ def test_fork_bomb_is_contained(caps):
     assert stale_cgroups() == []
 
 
+def test_a_grader_run_from_the_hosts_tmp_still_gives_the_sandbox_its_own(tmp_path, monkeypatch):
+    # a script run from /tmp has /tmp on sys.path: binding it would show the host's /tmp (other gradings' files)
+    # over the sandbox's own and make it read-only
+    marker = Path("/tmp") / f"host-only-{uuid.uuid4().hex}"
+    marker.write_text("host")
+    monkeypatch.setattr(sys, "path", ["/tmp", *sys.path])
+    try:
+        done = sandboxed(f"import os, tempfile; print(os.path.exists({str(marker)!r}), tempfile.mkdtemp())",
+                         env={"PYTHONPATH": "/tmp"})
+    finally:
+        marker.unlink()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "False" and done.stdout.split()[1].startswith("/tmp/")
+
+
 def test_environment_secrets_are_not_visible(monkeypatch):
     monkeypatch.setenv("WORKSHOP_GRADEBOOK_URL", "postgresql://grader:secret@db/grades")
     monkeypatch.setenv("WORKSHOP_API_TOKEN", "secret-token")
