@@ -78,3 +78,37 @@ def test_a_cuda_cpp_model_is_compiled_launched_and_graded_like_a_triton_one():
     result = grade_model("kernelbench", "relu", ModelSource(CUDA_RELU))
     print(result.details.get("timing"))
     assert result.status == "ok" and result.details["device"] == "cuda", result.failure_line()
+
+
+def test_the_timer_counts_work_a_model_leaves_on_a_side_stream():
+    """The reward hack a cell cannot even try (streams are refused before it runs): a model whose work is queued on
+    a stream of its own, so that a timer ending on the default stream would stop before it is done. The judge
+    synchronises the whole device before its end event, so the side stream's work is inside its time as the default
+    stream's is. Both models sleep on the GPU for 2e7 cycles (about 10 ms at the H200's clock) and apply ReLU."""
+    import torch
+
+    from graders.model_engine import child
+
+    sleep_cycles = 20_000_000
+
+    class DefaultStream(torch.nn.Module):
+        def forward(self, x):
+            torch.cuda._sleep(sleep_cycles)
+            return torch.relu(x)
+
+    class SideStream(torch.nn.Module):
+        def forward(self, x):
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                torch.cuda._sleep(sleep_cycles)
+                y = torch.relu(x)
+            return y   # never waited for: only a device-wide synchronisation sees it done
+
+    problem = SPEC.problem("relu")
+    namespace = child.problem_namespace(child.problem_text(SPEC.path.parent / "problem.py", problem.id), problem.sizes)
+    judge = child.Judge(torch, problem, namespace, "cuda", seed=1)
+    default = judge.time(DefaultStream().cuda(), 0, 5, check=False)["median_s"]
+    side = judge.time(SideStream().cuda(), 0, 5, check=False)["median_s"]
+    print(f"default stream {default * 1e3:.3f} ms, side stream {side * 1e3:.3f} ms")
+    assert default > 5e-3 and side > 0.9 * default, (default, side)
