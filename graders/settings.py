@@ -86,7 +86,7 @@ def child_memory_bytes() -> int:
         gib = float(text)
     except ValueError:
         gib = 0.0
-    if not gib > 0:
+    if not 0 < gib < float("inf"):
         raise ValueError(f"WORKSHOP_CHILD_MEMORY_GIB={text!r} is not a positive number of GiB")
     return int(gib * (1 << 30))
 

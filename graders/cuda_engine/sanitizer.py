@@ -34,8 +34,8 @@ from graders.sandbox.starvation import refuse_starved
 
 TOOLS = DEFAULT_SANITIZER_TOOLS
 CHILD = "graders.cuda_engine.launch_child"
-TIMEOUT_S = 180.0
-RACECHECK_PRINT_LIMIT = 5    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
+TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
+RACECHECK_PRINT_LIMIT = 5    # hazards racecheck prints (`tool_wrapper`)
 _ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)
 _RACES = re.compile(r"^=+ RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", re.MULTILINE)
 _FINDING = re.compile(r"^=+ ((?:Error: )?(?:Race reported|Invalid|Uninitialized|Out of bounds|Misaligned|"

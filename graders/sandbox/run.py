@@ -230,8 +230,9 @@ def run_child(
     what it prints comes back in ``ChildResult.stdout``.
 
     ``memory_bytes`` caps the sandbox's memory (and, without ``gpu``, each process's address space; CUDA
-    reserves far more address space than it uses); None: `settings.child_memory_bytes` (every child is capped). ``gpu`` gives the child the GPU. ``env`` is set in the
-    child on top of the sandbox's allowlisted environment (``PYTHONPATH`` directories become visible).
+    reserves far more address space than it uses); None: `settings.child_memory_bytes` (every child is capped).
+    ``gpu`` gives the child the GPU. ``env`` is set in the child on top of the sandbox's allowlisted environment
+    (``PYTHONPATH`` directories become visible).
     Raises `SandboxUnavailable` when there is no sandbox (see ``WORKSHOP_SANDBOX``).
 
     ``reusable`` (a handler that may serve several requests, see `graders.sandbox.child`): inside a

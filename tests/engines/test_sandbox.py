@@ -82,7 +82,7 @@ def test_a_child_that_names_no_memory_cap_gets_the_default_one(handler, monkeypa
     assert result.answer["error"].startswith("MemoryError")
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "lots"])
+@pytest.mark.parametrize("value", ["0", "-1", "lots", "nan", "inf"])
 def test_a_child_memory_cap_that_is_not_a_positive_size_is_refused(monkeypatch, value):
     monkeypatch.setenv("WORKSHOP_CHILD_MEMORY_GIB", value)
     with pytest.raises(ValueError, match="WORKSHOP_CHILD_MEMORY_GIB"):
