@@ -31,8 +31,9 @@
 #                                              # one call; a GPU's tracks one after another)
 #   bash benchmarks/gpu_trusted.sh first-runs TRACK...   # tests/gpu/test_TRACK_gpu.py of each TRACK side by side
 #                                              # on the one GPU: correctness and points of kernels never run before,
-#                                              # in one call; their timings share the GPU, so only the logs come
-#                                              # back (the records stay behind: `grading` measures those);
+#                                              # in one call; their timings share the GPU, so only the logs and
+#                                              # the nbgrader runs' records (seconds, points) come back
+#                                              # (`grading` measures the rest);
 #                                              # each stops after FIRST_RUN_LIMIT_S seconds (default 560)
 #   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
@@ -60,6 +61,7 @@ for site in ${PYTHONPATH:+${PYTHONPATH//:/ }}; do
 done
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 OUT
 rc=0
+started=$(mktemp)   # records newer than this are this run's
 logfile() {   # folder, name: the path of a new log of that results folder's (in $OUT when set)
   local dir=${OUT:-benchmarks/results/$1}
   mkdir -p "$dir" && echo "$dir/$2-$(date +%Y%m%d-%H%M).log"
@@ -203,5 +205,7 @@ case "${1:-cases}" in
     [ -d "tracks/$1" ] || { echo "usage: $0 cases|TRACK" >&2; exit 2; }
     run "$1" "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1" ;;
 esac
-[ -n "$OUT" ] && cp benchmarks/results/*/*-nbgrader-gpu-"$(date +%Y%m%d)"-*.json "$OUT"/ 2>/dev/null
+# the nbgrader runs' records this run wrote (a first-runs stage's tests had a $OUT of their own, left behind)
+[ -n "$OUT" ] && find benchmarks/results -name "*-nbgrader-gpu-*.json" -newer "$started" -exec cp {} "$OUT"/ \;
+rm -f "$started"
 exit $rc
