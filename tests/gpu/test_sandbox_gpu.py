@@ -2,7 +2,8 @@
 student graded before and after a student whose kernels ``#include`` the reference solutions from another copy
 of the project on the worker (a backup, a second checkout). The GPU children see the driver, the toolkit and
 the Python installation, never that copy: the includer scores 0, the honest students full marks both times.
-Records the seconds per submission and the scores under benchmarks/results/platform/."""
+Records the seconds per submission and the scores under benchmarks/results/platform/. Also: torch and Triton on the
+GPU in a grading child under the default memory cap, with the sandbox's cgroup and without."""
 from __future__ import annotations
 
 import os
