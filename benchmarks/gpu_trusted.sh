@@ -62,6 +62,7 @@ done
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 OUT
 rc=0
 started=$(mktemp)   # records newer than this are this run's
+trap 'rm -f "$started"' EXIT
 logfile() {   # folder, name: the path of a new log of that results folder's (in $OUT when set)
   local dir=${OUT:-benchmarks/results/$1}
   mkdir -p "$dir" && echo "$dir/$2-$(date +%Y%m%d-%H%M).log"
@@ -207,5 +208,4 @@ case "${1:-cases}" in
 esac
 # the nbgrader runs' records this run wrote (a first-runs stage's tests had a $OUT of their own, left behind)
 [ -n "$OUT" ] && find benchmarks/results -name "*-nbgrader-gpu-*.json" -newer "$started" -exec cp {} "$OUT"/ \;
-rm -f "$started"
 exit $rc
