@@ -154,21 +154,15 @@ __device__ __forceinline__ void cluster_sync()
 }
 
 // One arrival on the barrier at the same offset as `bar` in the shared memory of the cluster's block `cta`
-// (mapa: that block's address of it), ordered after this thread's earlier accesses for the whole cluster.
+// (mapa: that block's address of it). At the default (block) scope, as CUTLASS's pipelines arrive: the reads it
+// releases are this warpgroup's wgmmas', which wgmma.wait_group completed, and the refill is a TMA copy. A
+// release at cluster scope (.release.cluster) would put a MEMBAR.ALL.GPU into every slab, and an acquire at
+// cluster scope in the producer's wait an invalidation of L1 (CCTL.IVALL) into every wait.
 __device__ __forceinline__ void mbarrier_arrive_cluster(unsigned bar, unsigned cta)
 {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(cta));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
-}
-
-// mbarrier_wait for a phase that the other block's arrivals complete too (acquire at cluster scope).
-__device__ __forceinline__ void mbarrier_wait_cluster(unsigned bar, unsigned parity)
-{
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
 }
 
 // tma_load's box copied into the shared memory of every block of the cluster whose bit is set in `blocks`, each at
@@ -209,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_cluster(float* C, co
                 const int s = kt % STAGES;
                 const unsigned stage = tiles + s * STAGE_BYTES;
                 if (kt >= STAGES)   // use kt / STAGES: the cluster's four consumers released use kt / STAGES - 1
-                    mbarrier_wait_cluster(smem(&empty[s]), (kt / STAGES - 1) % 2);
+                    mbarrier_wait(smem(&empty[s]), (kt / STAGES - 1) % 2);
                 mbarrier_expect_bytes(smem(&full[s]), STAGE_BYTES);
                 tma_load(stage, mapA, kt * BK, m0, smem(&full[s]));
                 tma_load_multicast(stage + TILE_BYTES_A + rank * HALF_BYTES_B, mapB, kt * BK,
