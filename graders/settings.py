@@ -14,6 +14,8 @@ Settings (environment variables):
   also grades a model track's ``ModelNew`` on the CPU at its small sizes (`graders.model_engine.grade`);
 - ``WORKSHOP_GPU=0``: behave as if there were no GPU;
 - ``WORKSHOP_KERNEL_TIMEOUT``: seconds a grading child may run (default 30);
+- ``WORKSHOP_LAUNCH_TIMEOUT``: seconds one checked launch of a CUDA kernel may run before it is called hung and its
+  grading child answers ``timeout`` (default 10; `graders.cuda_engine.child.Harness.finish_launch`);
 - ``WORKSHOP_SEED``: the seed of every hidden input (default: a fresh one per grading), to reproduce a
   failure whose message names its seed (see `graders.result`);
 - ``WORKSHOP_CELL_TIMEOUT``: seconds a notebook cell may run during autograde (default 120);
@@ -43,6 +45,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def kernel_timeout_s() -> float:
     return float(os.environ.get("WORKSHOP_KERNEL_TIMEOUT", "30"))
+
+
+def launch_timeout_s() -> float:
+    """``WORKSHOP_LAUNCH_TIMEOUT`` (default 10 s); `ValueError` unless it is a positive number of seconds."""
+    value = float(os.environ.get("WORKSHOP_LAUNCH_TIMEOUT", "10"))
+    if not 0 < value < float("inf"):
+        raise ValueError(f"WORKSHOP_LAUNCH_TIMEOUT={value!r} is not a positive number of seconds")
+    return value
 
 
 def forced_seed() -> int | None:

@@ -26,9 +26,11 @@ FP32 GEMM) or its spec's (``sass_requirements``: HGMMA in a wgmma step) is still
 status ``unmet``: correctness points only. A kernel whose spec asks for sm_90a, dynamic shared memory, clusters or
 tensor maps is launched through ``cuLaunchKernelEx`` (`graders.cuda_engine.extended_launch`).
 A CUDA error (an illegal address, say) ends the child with status ``crashed``; the context is lost after
-one. A child may grade the next kernel of the same submission (`reusable`, `graders.sandbox.session`) only
-after a grading whose kernel never ran or ran right everywhere; after anything else the next kernel gets a
-fresh process.
+one. A checked launch still running `Harness.finish_launch`'s limit after it was made (the request's
+``launch_timeout_s``) is hung: status ``timeout`` at once, and the child exits without its teardown, which could
+wait on that kernel (the answer's ``exit_at_once``, `graders.sandbox.child`). A child may grade the next
+kernel of the same submission (`reusable`, `graders.sandbox.session`) only after a grading whose kernel never ran
+or ran right everywhere; after anything else the next kernel gets a fresh process.
 
 Everything but the CUDA calls lives in `Bench` and `check_and_time`, which run on any torch device: the CPU
 tests drive them with CPU tensors, Python "kernels" and a stand-in timer. `Harness` is the GPU bench.
@@ -63,10 +65,19 @@ class TimedLaunchFailed(Exception):
         super().__init__(message)
         self.status = status
 
+
+class LaunchHung(Exception):
+    """A checked launch was still running ``limit_s`` seconds after it was made (`Bench.finish_launch`)."""
+
+    def __init__(self, limit_s: float, shape: str):
+        super().__init__(f"your kernel did not finish within {limit_s:g} s of its launch at shape {shape} (an "
+                         "endless loop? a __syncthreads() or a barrier wait that not every thread reaches?)")
+
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
 CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
 # the instruction probe's launch (`Harness.instruction_ceiling`): 32 warps an SM, each PROBE_ITERATIONS deep
 PROBE_BLOCKS_PER_SM, PROBE_THREADS, PROBE_ITERATIONS, PROBE_LAUNCHES = 4, 256, 2048, 5
+LAUNCH_TIMEOUT_S = 10.0         # a checked launch's limit where the request names none (`Harness.finish_launch`)
 
 
 class Bench:
@@ -114,6 +125,10 @@ class Bench:
     def synchronize(self) -> None:
         """Wait until everything launched so far has finished."""
 
+    def finish_launch(self, shape: str) -> None:
+        """Wait for the kernel just launched at ``shape`` (its label); `LaunchHung` where it may never finish."""
+        self.synchronize()
+
     def release(self) -> None:
         """Give cached memory back between phases."""
 
@@ -140,9 +155,9 @@ class Bench:
         inputs = self.inputs(shape)
         buffer, out = self.output(shape)
         self.synchronize()
-        self.launch(out, inputs, shape)
-        self.synchronize()
         label = "x".join(map(str, shape))
+        self.launch(out, inputs, shape)
+        self.finish_launch(label)
         damage = guard_damage(buffer)
         if damage:
             return {"shape": list(shape), "ok": False, "status": Status.OOB_WRITE,
@@ -235,9 +250,10 @@ class Harness(Bench):
     features = LaunchFeatures()   # the spec's launch keys (`graders.cuda_engine.extended_launch`); none by default
 
     def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int,
-                 features: LaunchFeatures = LaunchFeatures()):
+                 features: LaunchFeatures = LaunchFeatures(), launch_timeout_s: float = LAUNCH_TIMEOUT_S):
         import torch
         self.features = features
+        self.launch_timeout_s = launch_timeout_s
         torch.cuda.set_device(0)
         torch.cuda.init()
         torch.cuda.set_per_process_memory_fraction(memory_fraction)
@@ -333,12 +349,32 @@ class Harness(Bench):
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()
 
+    def finish_launch(self, shape: str) -> None:
+        """Wait for the kernel's stream, at most ``launch_timeout_s``: a kernel still running then (a deadlock,
+        an endless loop) is `LaunchHung`, found in seconds rather than at the child's limit."""
+        done = self.stream.record()
+        if not wait_until(lambda: done.is_done, self.launch_timeout_s):
+            raise LaunchHung(self.launch_timeout_s, shape)
+        self.synchronize()
+
     def release(self) -> None:
         self.torch.cuda.empty_cache()
 
     def clocks(self) -> dict:
         from graders.cuda_engine.timing import clocks
         return clocks()
+
+
+def wait_until(finished, limit_s: float) -> bool:
+    """Poll ``finished()`` until it is true (True) or ``limit_s`` seconds have passed (False), sleeping from 50 µs
+    up to 10 ms between polls."""
+    deadline, pause = time.monotonic() + limit_s, 50e-6
+    while not finished():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
+    return True
 
 
 def guard_damage(buffer) -> str:
@@ -453,6 +489,9 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
                 return result | {"status": check["status"], "message": "after being timed, the kernel's results "
                                  "were wrong (does it skip work or reuse old results?) " + check["message"]}
         clock.done("recheck")
+    except LaunchHung as hung:
+        clock.done(PHASE_NAMES[phase])
+        return result | {"status": Status.TIMEOUT, "message": str(hung), "exit_at_once": True}
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
@@ -494,7 +533,8 @@ def handle(request: dict) -> dict:
         result["geometry"]["params"] = dict(geometry.params)
     clock.done("setup")
     try:
-        harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed, kernel.launch)
+        harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed, kernel.launch,
+                          float(request.get("launch_timeout_s", LAUNCH_TIMEOUT_S)))
         result["environment"] = environment()
     except Exception as exc:
         if not _is_cuda_error(exc):

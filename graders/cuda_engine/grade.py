@@ -106,7 +106,8 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
                "block": list(geometry.block) if block is not None else None,
                "tile": list(geometry.tile) if tile is not None else None,
                "params": dict(params) if params is not None else None,
-               "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed}
+               "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed,
+               "launch_timeout_s": settings.launch_timeout_s()}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True, reusable=True)
     result = result_from_child(child, spec, kernel, limit, seed)

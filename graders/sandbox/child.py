@@ -11,6 +11,10 @@ With ``--serve`` (`graders.sandbox.session`) it answers request after request, e
 ``reusable(answer)`` refuses (a module without ``reusable`` serves one request): a CUDA error, say, leaves
 the process unfit for the next one.
 
+An answer whose handler set ``"exit_at_once": true`` (the key is not passed on) is the process's last: it exits as
+soon as the answer is written, without the interpreter's teardown, which could wait forever on work the handler
+gave up on (a CUDA kernel that never ends, `graders.cuda_engine.child`).
+
 With ``--fork-serve`` it never runs a request itself: it imports the handler's module once (and the modules its
 ``FORK_PRELOAD`` names, what every request imports), then answers each request in a fork of itself, so every request
 starts from the same untouched process (what one request's code changes in memory is gone for the next) without
@@ -40,23 +44,35 @@ from graders.sandbox.capped_output import ANSWER_BYTES
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
-def answer(module_name: str, request: dict) -> tuple[dict, bool]:
-    """(``MODULE.handle(request)`` or the error it raised, whether this process may serve another request)."""
+def answer(module_name: str, request: dict) -> tuple[dict, bool, bool]:
+    """(``MODULE.handle(request)`` or the error it raised, whether this process may serve another request, whether
+    it must exit at once: its handler's ``exit_at_once``)."""
     module = importlib.import_module(module_name)
     try:
         found = module.handle(request)
     except Exception as exc:  # the handler's own failure is reported, not raised
-        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}, False
+        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}, False, False
+    if isinstance(found, dict) and found.pop("exit_at_once", False):
+        return found, False, True
     reusable = getattr(module, "reusable", None)
-    return found, bool(reusable and reusable(found))
+    return found, bool(reusable and reusable(found)), False
+
+
+def exit_at_once() -> None:
+    """End this process now, its answer written, without the interpreter's teardown."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def serve(channel) -> None:
     for line in sys.stdin:
         message = json.loads(line)
-        found, again = answer(message["handler"], message["request"])
+        found, again, leave = answer(message["handler"], message["request"])
         channel.write(json.dumps({"answer": found, "again": again}) + "\n")
         channel.flush()
+        if leave:
+            exit_at_once()
         if not again:
             return
 
@@ -98,7 +114,7 @@ def _forked(module_name: str, request: dict, channel_fd: int) -> tuple[bytes, in
             os.close(read_fd)
             os.close(channel_fd)
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-            found, _ = answer(module_name, request)
+            found, _, _ = answer(module_name, request)   # a fork ends with os._exit whatever it answers
             with os.fdopen(write_fd, "wb") as out:
                 out.write(json.dumps(found).encode())
             code = 0
@@ -203,9 +219,11 @@ def main() -> None:
         return
     module_name, fd = sys.argv[1], int(sys.argv[2])
     channel = os.fdopen(fd, "w")
-    found, _ = answer(module_name, json.loads(sys.stdin.read()))
+    found, _, leave = answer(module_name, json.loads(sys.stdin.read()))
     channel.write(json.dumps(found))
     channel.close()
+    if leave:
+        exit_at_once()
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def grade_tilelang(assignment: str | Path, kernel_id: str, kernel, *, budget_s: 
     budget = budget_s if budget_s is not None else settings.perf_budget_s(spec.time_budget_s)
     seed = hidden_seed()
     request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source.source,
-               "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed, "mode": "grade"}
+               "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed, "mode": "grade",
+               "launch_timeout_s": settings.launch_timeout_s()}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     result = result_from_child(child, spec, kernel_spec, limit, seed)

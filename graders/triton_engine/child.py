@@ -34,8 +34,8 @@ import linecache
 import math
 from types import ModuleType
 
-from graders.cuda_engine.child import (CANARY, GUARD_ELEMENTS, Bench, Harness, Phases, TimedLaunchFailed,
-                                       _crashed, _is_cuda_error, check_and_time)
+from graders.cuda_engine.child import (CANARY, GUARD_ELEMENTS, LAUNCH_TIMEOUT_S, Bench, Harness, LaunchHung, Phases,
+                                       TimedLaunchFailed, _crashed, _is_cuda_error, check_and_time)
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.result import Status
@@ -252,9 +252,11 @@ class TritonHarness(TritonLaunch, Harness):
     """The grading bench: `graders.cuda_engine.child.Harness`'s device, stream, timer and ceilings; the kernel
     launched by Triton on the harness's stream."""
 
-    def __init__(self, problem: Problem, launch: Launch, memory_fraction: float, seed: int):
+    def __init__(self, problem: Problem, launch: Launch, memory_fraction: float, seed: int,
+                 launch_timeout_s: float = LAUNCH_TIMEOUT_S):
         from graders.cuda_engine.spec import Geometry
-        super().__init__(problem, Geometry((1, 1), (1, 1)), memory_fraction, seed)
+        super().__init__(problem, Geometry((1, 1), (1, 1)), memory_fraction, seed,
+                         launch_timeout_s=launch_timeout_s)
         self.launch_spec = launch
 
 
@@ -265,7 +267,10 @@ def checked(bench: Bench, source: str, function: str, shapes: list[Shape]) -> di
     except CompileError as exc:
         return {"status": Status.COMPILE_ERROR, "message": str(exc), "checks": []}
     for shape in shapes:
-        found["checks"].append(bench.check(shape))
+        try:
+            found["checks"].append(bench.check(shape))
+        except LaunchHung as hung:
+            return found | {"status": Status.TIMEOUT, "message": str(hung), "exit_at_once": True}
         if not found["checks"][-1]["ok"]:
             return found | {"status": found["checks"][-1]["status"], "message": found["checks"][-1]["message"]}
     return found | {"status": Status.OK, "message": ""}
@@ -290,7 +295,8 @@ def handle(request: dict) -> dict:
     from graders.cuda_engine.timing import environment
     clock.done("setup")
     try:
-        harness = TritonHarness(definition, launch, float(request.get("memory_fraction", 0.25)), seed)
+        harness = TritonHarness(definition, launch, float(request.get("memory_fraction", 0.25)), seed,
+                                float(request.get("launch_timeout_s", LAUNCH_TIMEOUT_S)))
         result["environment"] = environment()
     except Exception as exc:
         if not _is_cuda_error(exc):

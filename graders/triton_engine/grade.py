@@ -71,7 +71,8 @@ def grade_triton(assignment: str | Path, kernel_id: str, kernel, launch: dict | 
     seed = hidden_seed()
     request = {"spec_path": str(spec.assignment.path.resolve()), "kernel_id": kernel_id, "source": source.source,
                "launch": launch, "budget_s": budget,
-               "memory_fraction": memory_fraction, "seed": seed, "mode": "grade"}
+               "memory_fraction": memory_fraction, "seed": seed, "mode": "grade",
+               "launch_timeout_s": settings.launch_timeout_s()}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True)
     result = result_from_child(child, spec.assignment, kernel_spec, limit, seed)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import graders.cuda_engine.timing
-from graders import gpu, tracks
+from graders import gpu, settings, tracks
 from graders.cuda_engine import child
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.grade import check_compiles, grade_kernel, report, result_from_child, score
@@ -97,6 +97,22 @@ def test_hanging_child_is_stopped_within_its_limit(fake_env):
     start = time.monotonic()
     result = run_child(FAKE, {"mode": "hang"}, timeout_s=2, env=fake_env)
     assert result.status == "timeout" and time.monotonic() - start < 10
+
+
+def test_a_child_that_gives_up_on_its_work_answers_and_exits_without_its_teardown(fake_env):
+    """``exit_at_once`` (a hung kernel's answer): the child ends with its answer, not after a teardown (here an
+    atexit hook that sleeps) that would hold it to its limit."""
+    start = time.monotonic()
+    result = run_child(FAKE, {"mode": "abandon"}, timeout_s=60, env=fake_env)
+    assert result.status == "ok" and result.answer == {"abandoned": True}, result
+    assert time.monotonic() - start < 20
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "nan", "inf", "ten"])
+def test_a_launch_limit_that_is_no_positive_number_of_seconds_is_refused(monkeypatch, value):
+    monkeypatch.setenv("WORKSHOP_LAUNCH_TIMEOUT", value)
+    with pytest.raises(ValueError):
+        settings.launch_timeout_s()
 
 
 def test_crashing_child_is_reported(fake_env):
@@ -494,6 +510,30 @@ def test_each_outcome_has_its_status_and_message(name):
     result = grade_on_cpu("transpose", kernel)
     assert result["status"] == status and result["message"].startswith(start), result["message"]
     assert words in result["message"]
+
+
+def test_a_launch_still_running_at_its_limit_is_a_timeout_and_the_child_leaves_with_its_answer():
+    class Hung(CpuBench):
+        def finish_launch(self, shape: str) -> None:
+            if self.launches == 2:   # the second check shape's launch never ends
+                raise child.LaunchHung(10, shape)
+
+    kernel = small_kernel("transpose")
+    found = child.check_and_time(Hung("transpose", correct("transpose")), kernel, "src", BUDGET_S)
+    label = "x".join(map(str, kernel.check_shapes[1]))
+    assert found["status"] == "timeout" and found["exit_at_once"] is True
+    assert found["message"] == (f"your kernel did not finish within 10 s of its launch at shape {label} (an endless "
+                                "loop? a __syncthreads() or a barrier wait that not every thread reaches?)")
+    assert [c["ok"] for c in found["checks"]] == [True] and "correctness" in found["phases"]
+    assert not child.reusable(found)
+
+
+def test_waiting_for_a_launch_polls_until_it_is_done_or_the_limit_has_passed():
+    answers = iter([False, False, True])
+    assert child.wait_until(lambda: next(answers), 5.0)
+    start = time.monotonic()
+    assert not child.wait_until(lambda: False, 0.2)
+    assert 0.2 <= time.monotonic() - start < 1.0
 
 
 def test_a_kernel_that_stops_working_after_timing_is_caught_by_the_re_check():

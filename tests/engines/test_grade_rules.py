@@ -64,7 +64,7 @@ def test_the_child_is_sent_the_kernel_and_the_spec_defaults(child):
     assert handler == grade.CHILD == "graders.cuda_engine.child"
     assert request == {"spec_path": str(TRANSPOSE.path.resolve()), "kernel_id": "padded", "source": "src",
                        "block": None, "tile": None, "params": None, "budget_s": TRANSPOSE.time_budget_s,
-                       "memory_fraction": 0.25, "seed": 77}
+                       "memory_fraction": 0.25, "seed": 77, "launch_timeout_s": 10.0}
     assert options == {"timeout_s": TRANSPOSE.time_budget_s + grade.STARTUP_S,
                        "env": {"PYTHONPATH": grade._child_env()["PYTHONPATH"]}, "gpu": True, "reusable": True}
     assert child["gpu"] == ["Grading transpose/padded"]
@@ -73,12 +73,14 @@ def test_the_child_is_sent_the_kernel_and_the_spec_defaults(child):
     assert child["counted"] == [("transpose", "padded", request)]
 
 
-def test_the_students_launch_budget_limit_and_memory_fraction_are_sent(child):
+def test_the_students_launch_budget_limit_and_memory_fraction_are_sent(child, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_LAUNCH_TIMEOUT", "3")
     grade.grade_kernel("transpose", "best", "src", block=(16, 16), tile=(64, 64), budget_s=2.0, timeout_s=7.0,
                        memory_fraction=0.5)
     (_, request, options), = child["runs"]
     assert (request["block"], request["tile"], request["params"]) == ([16, 16], [64, 64], None)
     assert (request["budget_s"], request["memory_fraction"], options["timeout_s"]) == (2.0, 0.5, 7.0)
+    assert request["launch_timeout_s"] == 3.0
     assert child["sanitized"][0][2] == resolve_geometry(BEST, (16, 16), (64, 64), None)
     assert child["counted"] == []        # best has no counter rule
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from graders import tracks
+from graders import settings, tracks
 from graders.cuda_engine import grade, sanitizer
 from graders.cuda_engine.spec import load_spec
 from graders.quiz_engine.grade import answer_key
@@ -66,14 +66,18 @@ def test_the_untouched_softmax_scores_zero_for_its_nan():
     assert result["status"] == "incorrect" and "NaN" in result["message"], result["message"]
 
 
-def test_the_hang_is_a_timeout_with_its_message_and_the_next_kernel_is_graded():
+def test_the_hang_is_a_timeout_found_at_the_launch_limit_and_the_next_kernel_is_graded():
+    """The hung launch is caught by the child's launch limit (`settings.launch_timeout_s`), in seconds, long before
+    the child's own limit; the child leaves at once, and the next kernel gets a fresh one."""
+    launch_limit = settings.launch_timeout_s()
     with ChildSession():
         started = time.monotonic()
         hung = graded("chunked", SABOTAGED["chunked"], timeout_s=HANG_LIMIT_S)
-        assert time.monotonic() - started < HANG_LIMIT_S + 15
+        print(f"the hang graded in {time.monotonic() - started:.1f} s")
+        assert time.monotonic() - started < HANG_LIMIT_S
         assert hung["status"] == "timeout" and hung["points"] == 0
-        assert hung["message"] == (f"your kernel did not finish within {HANG_LIMIT_S:g} s (an endless loop? a "
-                                   "__syncthreads() that not every thread reaches?)")
+        assert hung["message"].startswith(f"your kernel did not finish within {launch_limit:g} s of its launch at "
+                                          "shape "), hung["message"]
         after = graded("reduce", SPEC.kernel("reduce").reference.read_text())
         assert after["status"] == "ok", after["message"]
 

@@ -1,6 +1,7 @@
 """Child handlers for the CPU tests of the perf sandbox (run by graders.sandbox.run.run_child)."""
 from __future__ import annotations
 
+import atexit
 import os
 import time
 
@@ -16,6 +17,9 @@ def handle(request: dict) -> dict:
         os.abort()
     if mode == "raise":
         raise RuntimeError("the handler broke")
+    if mode == "abandon":   # gives up on work that would hold the interpreter's teardown (a kernel that never ends)
+        atexit.register(time.sleep, 600)
+        return {"abandoned": True, "exit_at_once": True}
     if mode == "wrapped":   # run under a wrapper command: what it set, and a line on stdout
         print("a line from inside the wrapper")
         return {"wrapped": os.environ.get("WRAPPED")}
