@@ -15,6 +15,8 @@ from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.extended_launch import map_fields
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
+from graders.settings import ROOT
+from workshop import targets
 
 TRACK = tracks.get("hopper")
 SPEC = load_spec("hopper")
@@ -46,8 +48,19 @@ def references() -> dict:
 
 
 def test_spec_lists_the_steps_in_order_compiled_for_sm_90a():
-    assert list(SPEC.kernels) == ORDER and SPEC.targets == "provisional"
+    assert list(SPEC.kernels) == ORDER
     assert all(k.kind == "bf16gemm_kmajor" and k.launch.arch == "sm_90a" for k in SPEC.kernels.values())
+
+
+def test_the_targets_are_the_measured_records_ratios_times_0_95():
+    """`workshop targets hopper RECORD --fraction 0.95 --write` wrote them from the record the spec names."""
+    assert SPEC.targets == "measured"
+    records = [ROOT / r for r in SPEC.measured_in]
+    expected = targets.new_targets(targets.lowest_ratios(records, SPEC), 0.95)
+    assert {kid: k.target for kid, k in SPEC.kernels.items()} == expected
+
+
+def test_each_step_names_its_sass_requirements_and_launch():
     pipelined = ("wgmma", "tma", "mbarrier")
     assert [k.sass_requirements for k in SPEC.kernels.values()] == [
         ("wgmma",), pipelined, pipelined, (*pipelined, "setmaxnreg"), (*pipelined, "setmaxnreg"),

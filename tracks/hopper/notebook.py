@@ -9,12 +9,15 @@ needed) and the hidden ``<id>_score`` cell.
 """
 from __future__ import annotations
 
+import json
+
 import nbformat
 
 from graders import notebook as nb
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
+from graders.settings import ROOT
 
 TRACK = "hopper"
 
@@ -82,6 +85,26 @@ PUBLISHED = {
                   "chapter (107% at 4096^3).",
 }
 
+# What a step's reference, written another way, measured (one run, both numbers from it)
+PITFALLS = {
+    "cluster": "arrive on the other block's empty barrier at the default scope (`mbarrier.arrive.shared::cluster`), "
+               "as CUTLASS's pipelines do. Cluster scope (`.release.cluster` on the arrive, `.acquire.cluster` on "
+               "the producer's wait) compiles to a `MEMBAR.ALL.GPU` and an L1 invalidation (`CCTL.IVALL`) in every "
+               "slab: this step's reference written that way ran at 0.594 of cuBLAS on the H200, where the step "
+               "before ran at 0.935 (Nsight Compute's compute throughput: 46.6% against 81.2%).",
+}
+
+
+def _measured(kernel: KernelSpec, spec: AssignmentSpec) -> str:
+    """The reference's number in the record the targets come from, or that it is not measured yet."""
+    if not spec.measured_in:
+        return "This track's own number is not measured yet."
+    record = json.loads((ROOT / spec.measured_in[0]).read_text())
+    size, row = next(iter(record["sizes"].items()))
+    ratio = row["kernels"][kernel.id]["ratio"]
+    return (f"This track's reference: {row['kernels'][kernel.id]['gflops'] / 1e3:.0f} TFLOP/s at {size}, "
+            f"{ratio:.1%} of cuBLAS's {row['cublas_gflops'] / 1e3:.0f} on an {record['gpu']} (`{spec.measured_in[0]}`).")
+
 
 def _sizes(kernel: KernelSpec) -> str:
     g = kernel.geometry
@@ -132,8 +155,9 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
              f"* **Speed:** full marks at {kernel.target:g} of cuBLAS, none below {kernel.floor:g}{provisional}; "
              f"{kernel.points_correct:g} point for a correct kernel, up to {kernel.points_perf:g} for speed.",
              f"* **SASS:** {'; '.join(must)}; else the correctness point only.",
-             *([f"* **Public worklogs** (H100 SXM): {PUBLISHED[kernel.id]} This track's own number is not measured "
-                "yet."] if kernel.id in PUBLISHED else [])]
+             *([f"* **Pitfall:** {PITFALLS[kernel.id]}"] if kernel.id in PITFALLS else []),
+             *([f"* **Public worklogs** (H100 SXM): {PUBLISHED[kernel.id]}"] if kernel.id in PUBLISHED else []),
+             f"* {_measured(kernel, spec)}"]
     return "\n".join(lines)
 
 
