@@ -48,6 +48,9 @@
 # Records land in benchmarks/results/<track>/ (platform/ for the sandbox, tools and fleet stages), their logs
 # beside them (<name>-<date>-<hour><minute>.log); with $OUT set (a device run) the logs go to $OUT, and the
 # records are copied there too.
+# STAGE_LIMIT_S=N stops each pytest stage after N seconds instead of its own limit. Bound a stage that way, never by
+# wrapping this script in `timeout`: that stops the script, not its pytest, which runs on beside the next command
+# and shares the GPU with it.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-}"
@@ -69,7 +72,7 @@ logfile() {   # folder, name: the path of a new log of that results folder's (in
 }
 run() {   # folder, name, timeout, pytest arguments...
   local log; log=$(logfile "$1" "$2")
-  local name=$2 limit=$3; shift 3
+  local name=$2 limit=${STAGE_LIMIT_S:-$3}; shift 3
   timeout "$limit" python3 -m pytest -q -s -p no:cacheprovider "$@" > "$log" 2>&1 || rc=1
   echo "[gpu_trusted] $name: $(tail -1 "$log")"
 }
