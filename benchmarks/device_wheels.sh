@@ -9,13 +9,16 @@
 #
 # With `tilelang`, also the TileLang track's wheels, in two carries: tilelang (50 MB) and z3-solver (29 MB), which it
 # imports, do not fit one call beside nbgrader's wheels.
-#   .whl-tilelang/        tilelang alone. Call 1 installs it where it stays while the machine is held:
+#   .whl-tilelang/        tilelang, and CUTLASS and libcu++ (the abstraction ladder's CUTLASS rung compiles against
+#                         them). Call 1 installs them where they stay while the machine is held:
 #                           carry [".whl-tilelang"], command
 #                           python3 -m pip install -q --no-index --no-deps --target /tmp/tilelang .whl-tilelang/*.whl
 #   .whl-tilelang-deps/   tilelang's other wheels and .whl's without numpy 2.4 (for numba-cuda, which this track does
-#                         not run), CUTLASS and libcu++, with a prelude. Call 2, at once (an idle machine goes back
+#                         not run), CUTLASS and libcu++ (in call 1's), with a prelude. Call 2, at once (an idle machine goes back
 #                         after 30 s, and with it /tmp/tilelang): carry [".whl-tilelang-deps", ".debs"], command
 #                           source .whl-tilelang-deps/prelude.sh || exit 1; bash benchmarks/gpu_trusted.sh grading tilelang
+#                         and in the same command the ladder, every rung (the CUTLASS track's GPU test):
+#                           python3 -m pytest -m gpu tests/gpu/test_cutlass_gpu.py -k ladder
 # usage: bash benchmarks/device_wheels.sh tilelang
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -48,6 +51,7 @@ rm -rf .whl-tilelang .whl-tilelang-deps
 ignored .whl-tilelang
 ignored .whl-tilelang-deps
 download .whl-tilelang tilelang==0.1.15
+cp .whl/nvidia_cutlass-*.whl .whl/nvidia_cuda_cccl-*.whl .whl-tilelang/
 download .whl-tilelang-deps apache-tvm-ffi==0.1.12 z3-solver==4.15.4.0 ml-dtypes==0.7.0 torch-c-dlpack-ext==0.1.5 \
   cloudpickle==3.1.3 tqdm==4.70.1
 for wheel in .whl/*.whl; do
