@@ -73,6 +73,7 @@ class LaunchHung(Exception):
         super().__init__(f"your kernel did not finish within {limit_s:g} s of its launch at shape {shape} (an "
                          "endless loop? a __syncthreads() or a barrier wait that not every thread reaches?)")
 
+
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
 CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
 # the instruction probe's launch (`Harness.instruction_ceiling`): 32 warps an SM, each PROBE_ITERATIONS deep
