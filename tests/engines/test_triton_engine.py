@@ -435,3 +435,17 @@ def test_the_trusted_grader_reads_each_graded_cells_call_from_the_submitted_note
 def test_the_grading_child_serves_one_kernel():
     """The student's Python runs in the child (its source, and Triton's compile): no session reuses it."""
     assert not hasattr(child, "reusable")
+
+
+def test_a_check_cells_launch_that_never_ends_is_a_timeout_and_its_child_leaves(interpreter):
+    """`child.checked` (a check cell on the GPU) answers a hung launch as grading does: ``timeout``, and the
+    child exits with its answer."""
+    class Hung(Interpreted):
+        def finish_launch(self, shape: str) -> None:
+            raise cuda_child.LaunchHung(10, shape)
+
+    kernel = SPEC.kernel("add")
+    found = child.checked(Hung(problem("vecadd"), SPEC.launches["add"], seed=7), _kernel(REFERENCES["add"]).source,
+                          kernel.function, [(5,)])
+    assert found["status"] == Status.TIMEOUT and found["exit_at_once"] is True
+    assert found["message"].startswith("your kernel did not finish within 10 s of its launch at shape 5 ")
