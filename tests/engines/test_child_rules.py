@@ -250,22 +250,24 @@ def test_handle_grades_the_requested_kernel_with_the_defaults(gpu):
     assert answer == {
         "kernel_id": "padded", "geometry": {"block": list(PADDED.geometry.block), "tile": list(PADDED.geometry.tile)},
         "seed": 42, "environment": {"gpu": "stand-in"}, "status": Status.OK, "message": ""}
-    definition, geometry, memory_fraction, seed, features = gpu["harness"]
+    definition, geometry, memory_fraction, seed, features, launch_timeout = gpu["harness"]
     assert definition == problem("transpose") and geometry == PADDED.geometry and features == PADDED.launch
-    assert (memory_fraction, seed) == (0.25, 42) and isinstance(memory_fraction, float)
+    assert (memory_fraction, seed, launch_timeout) == (0.25, 42, child.LAUNCH_TIMEOUT_S)
+    assert isinstance(memory_fraction, float)
     assert gpu["check_and_time"] == ("the harness", PADDED, "src", 10.0)
 
 
-def test_handle_passes_the_students_launch_budget_and_memory_fraction(gpu):
+def test_handle_passes_the_students_launch_budget_memory_fraction_and_launch_limit(gpu):
     gemm = load_spec("gemm")
     tuned = gemm.kernel("autotuned")
     assert tuned.geometry.block != (8, 32)
     answer = child.handle(request(spec_path=str(gemm.path), kernel_id="autotuned", block=[8, 32],
-                                  tile=[128, 64], params={"BK": 16}, budget_s="2.5", memory_fraction="0.5"))
+                                  tile=[128, 64], params={"BK": 16}, budget_s="2.5", memory_fraction="0.5",
+                                  launch_timeout_s="3"))
     assert answer["kernel_id"] == "autotuned"
     assert answer["geometry"] == {"block": [8, 32], "tile": [128, 64], "params": {"BK": 16}}
     geometry = resolve_geometry(tuned, [8, 32], [128, 64], {"BK": 16})
-    assert gpu["harness"] == (problem("sgemm"), geometry, 0.5, 42, tuned.launch)
+    assert gpu["harness"] == (problem("sgemm"), geometry, 0.5, 42, tuned.launch, 3.0)
     assert gpu["check_and_time"] == ("the harness", tuned, "src", 2.5)
 
 
