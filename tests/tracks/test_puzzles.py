@@ -9,6 +9,7 @@ from graders.numba_engine import grade as puzzle_grade
 from graders.numba_engine.grade import (PuzzleFailed, assert_correct, assert_within_limits, check, grade_correctness,
                                         grade_limits)
 from graders.numba_engine.puzzle import NOT_WRITTEN
+from graders.sandbox import starvation
 from graders.tracks import expected_points
 from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
 from workshop.cells import read_cells
@@ -123,12 +124,17 @@ def test_a_simulator_thread_is_named_as_cuda_names_it():
 
 
 def test_hanging_kernel_is_stopped_at_the_time_limit():
+    """Stopped at its limit, each run 5 s of start-up at most; where the worker starved the first run (a loaded
+    machine), a second run with `starvation.RETRY_FACTOR` x the limit, which the message then names."""
     (_, source), = read_cells(SOLUTIONS / "wrong" / "blocks_hangs.py").items()
     kernel = run_cells(source)["blocks_kernel"]
     start = time.monotonic()
-    with pytest.raises(PuzzleFailed, match=r"timeout \(hidden, seed \d+\): stopped after"):
+    with pytest.raises(PuzzleFailed, match=r"timeout \(hidden, seed \d+\): stopped after") as failed:
         grade_correctness("blocks", kernel)
-    assert time.monotonic() - start < puzzle_grade.timeout_s() + 5
+    limit = puzzle_grade.timeout_s()
+    runs = [limit, starvation.RETRY_FACTOR * limit] if "a second run" in str(failed.value) else [limit]
+    elapsed = time.monotonic() - start
+    assert elapsed < sum(runs) + 5 * len(runs), (elapsed, str(failed.value))
 
 
 def test_wrong_signature_is_explained():
