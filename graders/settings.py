@@ -47,12 +47,12 @@ def kernel_timeout_s() -> float:
     return float(os.environ.get("WORKSHOP_KERNEL_TIMEOUT", "30"))
 
 
+DEFAULT_LAUNCH_TIMEOUT_S = 10.0
+
+
 def launch_timeout_s() -> float:
-    """``WORKSHOP_LAUNCH_TIMEOUT`` (default 10 s); `ValueError` unless it is a positive number of seconds."""
-    value = float(os.environ.get("WORKSHOP_LAUNCH_TIMEOUT", "10"))
-    if not 0 < value < float("inf"):
-        raise ValueError(f"WORKSHOP_LAUNCH_TIMEOUT={value!r} is not a positive number of seconds")
-    return value
+    """``WORKSHOP_LAUNCH_TIMEOUT`` (a positive number of seconds, default 10); `ValueError` otherwise."""
+    return _positive_number("WORKSHOP_LAUNCH_TIMEOUT", DEFAULT_LAUNCH_TIMEOUT_S, "seconds")
 
 
 def forced_seed() -> int | None:
@@ -91,14 +91,20 @@ def bwrap_binary() -> str | None:
 
 def child_memory_bytes() -> int:
     """``WORKSHOP_CHILD_MEMORY_GIB`` (a positive number of GiB, default 32) in bytes; `ValueError` otherwise."""
-    text = os.environ.get("WORKSHOP_CHILD_MEMORY_GIB", "").strip() or "32"
+    return int(_positive_number("WORKSHOP_CHILD_MEMORY_GIB", 32.0, "GiB") * (1 << 30))
+
+
+def _positive_number(name: str, default: float, unit: str) -> float:
+    """The variable ``name`` (``default`` where it is unset or empty); `ValueError`, naming it, unless it is a finite
+    positive number."""
+    text = os.environ.get(name, "").strip()
     try:
-        gib = float(text)
+        value = float(text) if text else default
     except ValueError:
-        gib = 0.0
-    if not 0 < gib < float("inf"):
-        raise ValueError(f"WORKSHOP_CHILD_MEMORY_GIB={text!r} is not a positive number of GiB")
-    return int(gib * (1 << 30))
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name}={text!r} is not a positive number of {unit}")
+    return value
 
 
 def perf_budget_s(default: float) -> float:

@@ -56,6 +56,7 @@ from graders.cuda_engine.problems import InstructionProbe, Problem, Shape, probl
 from graders.cuda_engine.spec import Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.cuda_engine.timing import Subject
 from graders.result import Status
+from graders.settings import DEFAULT_LAUNCH_TIMEOUT_S
 
 
 class TimedLaunchFailed(Exception):
@@ -73,12 +74,15 @@ class LaunchHung(Exception):
         super().__init__(f"your kernel did not finish within {limit_s:g} s of its launch at shape {shape} (an "
                          "endless loop? a __syncthreads() or a barrier wait that not every thread reaches?)")
 
+    def answer(self) -> dict:
+        """The grading's answer: ``timeout``, and the child leaves with it (``exit_at_once``)."""
+        return {"status": Status.TIMEOUT, "message": str(self), "exit_at_once": True}
+
 
 GUARD_ELEMENTS = 1 << 18        # 1 MiB of canaries before and after every output
 CANARY = 0x7FA5A5A5             # a signalling-NaN bit pattern no correct kernel writes
 # the instruction probe's launch (`Harness.instruction_ceiling`): 32 warps an SM, each PROBE_ITERATIONS deep
 PROBE_BLOCKS_PER_SM, PROBE_THREADS, PROBE_ITERATIONS, PROBE_LAUNCHES = 4, 256, 2048, 5
-LAUNCH_TIMEOUT_S = 10.0         # a checked launch's limit where the request names none (`Harness.finish_launch`)
 
 
 class Bench:
@@ -251,7 +255,7 @@ class Harness(Bench):
     features = LaunchFeatures()   # the spec's launch keys (`graders.cuda_engine.extended_launch`); none by default
 
     def __init__(self, problem: Problem, geometry: Geometry, memory_fraction: float, seed: int,
-                 features: LaunchFeatures = LaunchFeatures(), launch_timeout_s: float = LAUNCH_TIMEOUT_S):
+                 features: LaunchFeatures = LaunchFeatures(), launch_timeout_s: float = DEFAULT_LAUNCH_TIMEOUT_S):
         import torch
         self.features = features
         self.launch_timeout_s = launch_timeout_s
@@ -492,7 +496,7 @@ def check_and_time(bench: Bench, kernel: KernelSpec, source: str, budget_s: floa
         clock.done("recheck")
     except LaunchHung as hung:
         clock.done(PHASE_NAMES[phase])
-        return result | {"status": Status.TIMEOUT, "message": str(hung), "exit_at_once": True}
+        return result | hung.answer()
     except Exception as exc:
         if not _is_cuda_error(exc):
             raise
@@ -535,7 +539,7 @@ def handle(request: dict) -> dict:
     clock.done("setup")
     try:
         harness = Harness(definition, geometry, float(request.get("memory_fraction", 0.25)), seed, kernel.launch,
-                          float(request.get("launch_timeout_s", LAUNCH_TIMEOUT_S)))
+                          float(request.get("launch_timeout_s", DEFAULT_LAUNCH_TIMEOUT_S)))
         result["environment"] = environment()
     except Exception as exc:
         if not _is_cuda_error(exc):

@@ -25,11 +25,12 @@ import ast
 import linecache
 import traceback
 
-from graders.cuda_engine.child import LAUNCH_TIMEOUT_S, Harness, Phases, _crashed, _is_cuda_error, check_and_time
+from graders.cuda_engine.child import Harness, Phases, _crashed, _is_cuda_error, check_and_time
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.cuda_engine.spec import Geometry
 from graders.result import Status
+from graders.settings import DEFAULT_LAUNCH_TIMEOUT_S
 from graders.tilelang_engine.kernel_source import is_tilelang_jit, kernel_problems
 from graders.tilelang_engine.spec import load_tilelang_spec
 from graders.triton_engine.child import KernelRaised, TritonLaunch, checked
@@ -128,7 +129,8 @@ class TileLangHarness(TileLangLaunch, Harness):
     """The grading bench: `graders.cuda_engine.child.Harness`'s device, stream, timer and ceilings; the kernel
     compiled for the device's architecture."""
 
-    def __init__(self, problem: Problem, memory_fraction: float, seed: int, launch_timeout_s: float = LAUNCH_TIMEOUT_S):
+    def __init__(self, problem: Problem, memory_fraction: float, seed: int,
+                 launch_timeout_s: float = DEFAULT_LAUNCH_TIMEOUT_S):
         super().__init__(problem, Geometry((1, 1), (1, 1)), memory_fraction, seed, launch_timeout_s=launch_timeout_s)
         major, minor = self.torch.cuda.get_device_capability()
         self.target_arch = f"sm_{major}{minor}{'a' if major >= 9 else ''}"
@@ -155,7 +157,7 @@ def handle(request: dict) -> dict:
     clock.done("setup")
     try:
         harness = TileLangHarness(definition, float(request.get("memory_fraction", 0.25)), seed,
-                                  float(request.get("launch_timeout_s", LAUNCH_TIMEOUT_S)))
+                                  float(request.get("launch_timeout_s", DEFAULT_LAUNCH_TIMEOUT_S)))
         result["environment"] = environment()
     except Exception as exc:
         if not _is_cuda_error(exc):

@@ -34,11 +34,12 @@ import linecache
 import math
 from types import ModuleType
 
-from graders.cuda_engine.child import (CANARY, GUARD_ELEMENTS, LAUNCH_TIMEOUT_S, Bench, Harness, LaunchHung, Phases,
-                                       TimedLaunchFailed, _crashed, _is_cuda_error, check_and_time)
+from graders.cuda_engine.child import (CANARY, GUARD_ELEMENTS, Bench, Harness, LaunchHung, Phases, TimedLaunchFailed,
+                                       _crashed, _is_cuda_error, check_and_time)
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.problems import Problem, Shape, problem
 from graders.result import Status
+from graders.settings import DEFAULT_LAUNCH_TIMEOUT_S
 from graders.triton_engine.kernel_source import Autotune, is_triton_jit, kernel_problems, read_autotune, tl_chains
 from graders.triton_engine.spec import AUTOTUNE, Launch, load_triton_spec, resolve_launch
 
@@ -253,7 +254,7 @@ class TritonHarness(TritonLaunch, Harness):
     launched by Triton on the harness's stream."""
 
     def __init__(self, problem: Problem, launch: Launch, memory_fraction: float, seed: int,
-                 launch_timeout_s: float = LAUNCH_TIMEOUT_S):
+                 launch_timeout_s: float = DEFAULT_LAUNCH_TIMEOUT_S):
         from graders.cuda_engine.spec import Geometry
         super().__init__(problem, Geometry((1, 1), (1, 1)), memory_fraction, seed,
                          launch_timeout_s=launch_timeout_s)
@@ -270,7 +271,7 @@ def checked(bench: Bench, source: str, function: str, shapes: list[Shape]) -> di
         try:
             found["checks"].append(bench.check(shape))
         except LaunchHung as hung:
-            return found | {"status": Status.TIMEOUT, "message": str(hung), "exit_at_once": True}
+            return found | hung.answer()
         if not found["checks"][-1]["ok"]:
             return found | {"status": found["checks"][-1]["status"], "message": found["checks"][-1]["message"]}
     return found | {"status": Status.OK, "message": ""}
@@ -296,7 +297,7 @@ def handle(request: dict) -> dict:
     clock.done("setup")
     try:
         harness = TritonHarness(definition, launch, float(request.get("memory_fraction", 0.25)), seed,
-                                float(request.get("launch_timeout_s", LAUNCH_TIMEOUT_S)))
+                                float(request.get("launch_timeout_s", DEFAULT_LAUNCH_TIMEOUT_S)))
         result["environment"] = environment()
     except Exception as exc:
         if not _is_cuda_error(exc):

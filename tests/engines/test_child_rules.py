@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import graders.cuda_engine.timing
+from graders import settings
 from graders.cuda_engine import child, sass
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec, resolve_geometry
@@ -252,7 +253,7 @@ def test_handle_grades_the_requested_kernel_with_the_defaults(gpu):
         "seed": 42, "environment": {"gpu": "stand-in"}, "status": Status.OK, "message": ""}
     definition, geometry, memory_fraction, seed, features, launch_timeout = gpu["harness"]
     assert definition == problem("transpose") and geometry == PADDED.geometry and features == PADDED.launch
-    assert (memory_fraction, seed, launch_timeout) == (0.25, 42, child.LAUNCH_TIMEOUT_S)
+    assert (memory_fraction, seed, launch_timeout) == (0.25, 42, settings.DEFAULT_LAUNCH_TIMEOUT_S)
     assert isinstance(memory_fraction, float)
     assert gpu["check_and_time"] == ("the harness", PADDED, "src", 10.0)
 

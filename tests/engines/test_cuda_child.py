@@ -111,7 +111,7 @@ def test_a_child_that_gives_up_on_its_work_answers_and_exits_without_its_teardow
 @pytest.mark.parametrize("value", ["0", "-3", "nan", "inf", "ten"])
 def test_a_launch_limit_that_is_no_positive_number_of_seconds_is_refused(monkeypatch, value):
     monkeypatch.setenv("WORKSHOP_LAUNCH_TIMEOUT", value)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="WORKSHOP_LAUNCH_TIMEOUT"):
         settings.launch_timeout_s()
 
 
