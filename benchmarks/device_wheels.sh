@@ -14,8 +14,9 @@
 #                           carry [".whl-tilelang"], command
 #                           python3 -m pip install -q --no-index --no-deps --target /tmp/tilelang .whl-tilelang/*.whl
 #   .whl-tilelang-deps/   tilelang's other wheels and .whl's without numpy 2.4 (for numba-cuda, which this track does
-#                         not run), CUTLASS and libcu++ (in call 1's), with a prelude. Call 2, at once (an idle machine goes back
-#                         after 30 s, and with it /tmp/tilelang): carry [".whl-tilelang-deps", ".debs"], command
+#                         not run), CUTLASS and libcu++ (in call 1's), with a prelude. Call 2, at once (an idle
+#                         machine goes back after 30 s, and with it /tmp/tilelang): carry [".whl-tilelang-deps",
+#                         ".debs"], command
 #                           source .whl-tilelang-deps/prelude.sh || exit 1; bash benchmarks/gpu_trusted.sh grading tilelang
 #                         and in the same command the ladder, every rung (the CUTLASS track's GPU test):
 #                           python3 -m pytest -m gpu tests/gpu/test_cutlass_gpu.py -k ladder

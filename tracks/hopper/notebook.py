@@ -9,6 +9,7 @@ needed) and the hidden ``<id>_score`` cell.
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import nbformat
@@ -99,9 +100,14 @@ PITFALLS = {
 REFERENCE_RECORD = "benchmarks/results/hopper/hopper-20261206-064654.json"
 
 
+@functools.cache
+def _reference_record() -> dict:
+    return json.loads((ROOT / REFERENCE_RECORD).read_text())
+
+
 def _measured(kernel: KernelSpec) -> str:
     """The reference's number in `REFERENCE_RECORD`."""
-    record = json.loads((ROOT / REFERENCE_RECORD).read_text())
+    record = _reference_record()
     size, row = next(iter(record["sizes"].items()))
     found = row["kernels"][kernel.id]
     return (f"This track's reference: {found['gflops'] / 1e3:.0f} TFLOP/s at {size}, {found['ratio']:.1%} of "
