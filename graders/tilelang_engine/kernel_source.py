@@ -21,7 +21,8 @@ The grading child calls the builder with its defaults, so the knobs are the stud
 TileLang runs Python as it builds the kernel (the builder's body, and the prim_func's body rewritten by its
 parser), so what is read is held to the DSL (`kernel_problems`): the names a builder may use are its parameters,
 its own variables, the prim_func's parameters and variables, ``T`` and a few builtins (`BUILTINS`); every
-attribute is ``T.<name>`` with the name in `DSL`; no other attribute, no name that begins with ``_``, no
+attribute is ``T.<name>`` with the name in `DSL`, or ``T.<enumeration>.<member>`` of `ENUMS` (e.g.
+``T.GemmWarpPolicy.FullRow``); no other attribute, no name that begins with ``_``, no
 ``**`` in a call; statements are assignments, ``for``, ``with``, ``if``, expressions, ``pass`` and the builder's
 one ``@T.prim_func`` and ``return``. The source sent to the child is the cell with every line blanked except
 the builder's (so that a line number in an error is the cell's own); the child blanks the decorator too and runs
@@ -46,6 +47,8 @@ DSL = frozenset({
     "ceil", "round", "clamp", "ceildiv", "if_then_else", "cast", "infinity", "max_value", "min_value",
     "float16", "float32", "float64", "bfloat16", "int8", "int32", "int64", "uint8", "bool",
 })
+# tilelang.language's enumerations a kernel may name a member of, as T.<enumeration>.<member>
+ENUMS = {"GemmWarpPolicy": frozenset({"Square", "FullRow", "FullCol"})}
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.If, ast.Expr, ast.Pass)
 _NOT_DSL = (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp, ast.DictComp,
             ast.GeneratorExp, ast.JoinedStr, ast.NamedExpr, ast.Starred)   # expressions; statements: _STATEMENTS
@@ -149,7 +152,11 @@ def kernel_problems(fn: ast.FunctionDef) -> list[str]:
         parts += [*_annotations(prim), *prim.body]
     nodes = [n for part in parts for n in ast.walk(part)]
     chained = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    members = [n for n in nodes if _is_enum_member(n)]
+    enums = {id(n.value) for n in members}
     for node in nodes:
+        if id(node) in enums or node in members:
+            continue
         if isinstance(node, _NOT_DSL):
             problems.append(f"line {node.lineno}: {type(node).__name__} is not TileLang kernel code")
         elif isinstance(node, ast.Name) and node.id.startswith("_"):
@@ -167,6 +174,13 @@ def kernel_problems(fn: ast.FunctionDef) -> list[str]:
         elif isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords):
             problems.append(f"line {node.lineno}: a call in {fn.name} passes **; keywords are written out")
     return problems
+
+
+def _is_enum_member(node: ast.AST) -> bool:
+    """Whether ``node`` reads ``T.<enumeration>.<member>`` of `ENUMS`."""
+    return (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in ENUMS.get(
+            getattr(node.value, "attr", None), ()) and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name) and node.value.value.id == "T")
 
 
 def tilelang_kernel_in_cell(cell: str, name: str) -> TileLangKernel | None:

@@ -26,7 +26,7 @@ from graders.hidden_tests import HIDDEN_TESTS
 from graders.result import Status
 from graders.submission import Submission, SubmissionError, hidden_call
 from graders.tilelang_engine import child, grade
-from graders.tilelang_engine.kernel_source import (DSL, TileLangKernel, TileLangSourceError, kernel_from_cell,
+from graders.tilelang_engine.kernel_source import (DSL, ENUMS, TileLangKernel, TileLangSourceError, kernel_from_cell,
                                                    kernel_from_function, tilelang_kernel_in_cell)
 from graders.tilelang_engine.spec import load_tilelang_spec
 from graders.triton_engine.child import FENCE_ELEMENTS
@@ -103,6 +103,8 @@ BODY = "        with T.Kernel(n, threads=128) as bx:\n"
     (_builder(BODY + "            getattr(out, 'data')"), "line 8: k uses getattr"),
     (_builder(BODY + "            out.data"), "line 8: k uses out.data; the attributes a kernel uses are T.<name>"),
     (_builder(BODY + "            T.call_extern('int32', 'system')"), "line 8: k uses T.call_extern"),
+    (_builder(BODY + "            T.GemmWarpPolicy.__class__"), "line 8: k uses T.GemmWarpPolicy.__class__"),
+    (_builder(BODY + "            T.GemmWarpPolicy.FullRow.name"), "line 8: k uses T.GemmWarpPolicy.FullRow.name"),
     (_builder(BODY + "            T.import_source('#include <cstdlib>')"), "line 8: k uses T.import_source"),
     (_builder(BODY + "            L = T\n            L.copy(out, out)"), "line 8: k uses T itself"),
     (_builder(BODY + "            T.copy = T.gemm"), "line 8: k uses T.copy; the attributes"),
@@ -119,7 +121,7 @@ BODY = "        with T.Kernel(n, threads=128) as bx:\n"
      "line 3: k's body holds assignments, its @T.prim_func and its return, not For"),
     (_builder(BODY + "            out[bx] = 1.0").replace("    @T.prim_func\n", "    @T.prim_func\n    @print\n"),
      "k defines exactly one @T.prim_func, not 0"),
-], ids=["default", "no-default", "annotation", "return-annotation", "builtin", "getattr", "attribute", "call-extern", "import-source", "T-alias",
+], ids=["default", "no-default", "annotation", "return-annotation", "builtin", "getattr", "attribute", "call-extern", "import-source", "T-alias", "enum-dunder", "enum-member-attribute",
         "T-store", "underscore", "lambda", "import", "while", "double-star", "comprehension", "return", "for", "decorator"])
 def test_a_kernel_that_would_run_host_python_is_refused_when_read(cell, words):
     """TileLang runs the builder and its parse of the prim_func as Python: only the DSL is read."""
@@ -129,6 +131,12 @@ def test_a_kernel_that_would_run_host_python_is_refused_when_read(cell, words):
 
 def test_the_dsl_names_are_tilelangs(tilelang):
     assert all(hasattr(tilelang.language, name) for name in DSL)
+    assert all(hasattr(getattr(tilelang.language, enum), member) for enum, members in ENUMS.items() for member in members)
+
+
+def test_a_kernel_may_name_a_member_of_the_dsls_enumerations():
+    cell = _builder(BODY + "            T.gemm(out, out, out, policy=T.GemmWarpPolicy.FullRow)")
+    assert not kernel_from_cell(cell, "k").is_stub
 
 
 def test_the_release_stub_is_not_written_yet_and_is_not_held_to_the_dsl():
@@ -281,7 +289,7 @@ def test_the_bench_loads_a_kernel_compiled_by_tilelang_and_nvcc(tilelang):
     bench = StandIn("row_softmax", None)
     found = bench.load(_kernel(SPEC.kernel("softmax").reference).source, "softmax")
     assert found["arch"] == child.CPU_ARCH and found["cuda_lines"] > 50 and callable(bench.kernel)
-    assert "expf" in bench.kernel.get_kernel_source()
+    assert "exp2f(" in bench.kernel.get_kernel_source()
     with pytest.raises(CompileError, match="T.gemm K shape check failed"):
         StandIn("matmul_fp16", None).load(_kernel(TRACK.solutions / "wrong" / "compile_error.py").source,
                                           "matmul_fp16")

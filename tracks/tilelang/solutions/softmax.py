@@ -1,36 +1,47 @@
-# Block r owns row r. A first pass walks the row a block_N tile at a time, padding past cols with -inf (which exp
-# turns into 0), and keeps a running max and a running sum of exponentials, the sum rescaled by exp(old max - new
-# max) whenever the max grows (the online softmax), so exp never overflows. A second pass reads the row again
-# (from L2, mostly) and writes each exp(x - max) / sum. All in fp32.
+# Block r owns row r. A first pass walks the row a block_N tile at a time, padding past cols with -inf, and each
+# thread keeps, for each of its positions, a running max and a running sum of exponentials rescaled by
+# exp(old max - new max) whenever the max grows (the online softmax), so exp never overflows and no tile needs a
+# block-wide reduction; the first `cached` values of the row also go to shared memory. One reduction of the
+# threads' maxima, their sums rescaled to the row's max, and one of the sums follow. The second pass reads the row
+# from shared memory (from global memory past `cached` values) and writes each exp(x - max) / sum. All in fp32;
+# exp(v) as exp2(v * log2(e)).
 @tilelang.jit
-def softmax(block_N=1024, threads=128):
+def softmax(block_N=1024, threads=256, cached=8192):
     rows, cols = T.dynamic("rows"), T.dynamic("cols")
 
     @T.prim_func
     def kernel(out: T.Tensor((rows, cols), "float32"), x: T.Tensor((rows, cols), "float32")):
         with T.Kernel(rows, threads=threads) as row:
             tile = T.alloc_fragment((1, block_N), "float32")
-            tile_max = T.alloc_fragment((1,), "float32")
-            tile_sum = T.alloc_fragment((1,), "float32")
+            seen_max = T.alloc_fragment((1, block_N), "float32")
+            new_max = T.alloc_fragment((1, block_N), "float32")
+            seen_sum = T.alloc_fragment((1, block_N), "float32")
             row_max = T.alloc_fragment((1,), "float32")
             row_sum = T.alloc_fragment((1,), "float32")
-            T.fill(row_max, -T.infinity("float32"))
-            T.fill(row_sum, 0.0)
+            cache = T.alloc_shared((1, cached), "float32")
+            T.fill(seen_max, -T.infinity("float32"))
+            T.fill(seen_sum, 0.0)
             for t in T.serial(T.ceildiv(cols, block_N)):
                 for i, j in T.Parallel(1, block_N):
                     tile[i, j] = T.if_then_else(t * block_N + j < cols, x[row, t * block_N + j], -T.infinity("float32"))
-                T.reduce_max(tile, tile_max, dim=1)
-                for i in T.Parallel(1):
-                    tile_max[i] = T.max(tile_max[i], row_max[i])
                 for i, j in T.Parallel(1, block_N):
-                    tile[i, j] = T.exp(tile[i, j] - tile_max[i])
-                T.reduce_sum(tile, tile_sum, dim=1)
-                for i in T.Parallel(1):
-                    row_sum[i] = row_sum[i] * T.exp(row_max[i] - tile_max[i]) + tile_sum[i]
-                    row_max[i] = tile_max[i]
+                    if t * block_N + j < cached:
+                        cache[i, t * block_N + j] = tile[i, j]
+                for i, j in T.Parallel(1, block_N):
+                    new_max[i, j] = T.max(seen_max[i, j], tile[i, j])
+                    seen_sum[i, j] = T.if_then_else(
+                        new_max[i, j] == -T.infinity("float32"), 0.0,
+                        seen_sum[i, j] * T.exp2((seen_max[i, j] - new_max[i, j]) * 1.4426950408889634)
+                        + T.exp2((tile[i, j] - new_max[i, j]) * 1.4426950408889634))
+                    seen_max[i, j] = new_max[i, j]
+            T.reduce_max(seen_max, row_max, dim=1)
+            for i, j in T.Parallel(1, block_N):
+                seen_sum[i, j] = T.if_then_else(seen_max[i, j] == -T.infinity("float32"), 0.0,
+                                                seen_sum[i, j] * T.exp2((seen_max[i, j] - row_max[i]) * 1.4426950408889634))
+            T.reduce_sum(seen_sum, row_sum, dim=1)
             for t in T.serial(T.ceildiv(cols, block_N)):
                 for i, j in T.Parallel(1, block_N):
                     if t * block_N + j < cols:
-                        out[row, t * block_N + j] = T.exp(x[row, t * block_N + j] - row_max[i]) / row_sum[i]
+                        out[row, t * block_N + j] = T.exp2((T.if_then_else(t * block_N + j < cached, cache[i, t * block_N + j], x[row, t * block_N + j]) - row_max[i]) * 1.4426950408889634) / row_sum[i]
 
     return kernel
