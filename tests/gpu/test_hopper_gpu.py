@@ -1,8 +1,8 @@
 """The Hopper worklog and the engine's Hopper launches on a real GPU (an H100 or H200: sm_90a).
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_hopper_gpu.py -x -q -s`` (``-s`` shows the table).
-Nothing here has run on a GPU in the change that wrote it: the kernels compiled for sm_90a and their SASS was read
-on a machine without one (tests/tracks/test_hopper.py), so these tests are the first to run them.
+The kernels' compiles for sm_90a and their SASS are checked on machines without a GPU (tests/tracks/test_hopper.py);
+these tests run them.
 
 - the launches themselves, in this process (`graders.cuda_engine.child.Harness`): a probe kernel launched with a
   cluster of 2 blocks, 200,000 bytes of dynamic shared memory and a tensor map over A reads its cluster size, its
@@ -12,11 +12,11 @@ on a machine without one (tests/tracks/test_hopper.py), so these tests are the f
 - every reference graded as a submission is (sandboxed child, cuBLAS bf16 timed in the same child): correct at every
   check shape, before and after timing; the TFLOP/s, ratio to cuBLAS and points at the spec's 4096^3 printed and
   written to ``benchmarks/results/hopper/hopper-<date-time>.json`` (and ``$OUT``) with the worklog's chart, the
-  record ``workshop targets hopper`` reads (the targets are provisional until then). 8192^3:
+  record ``workshop targets hopper`` reads. 8192^3:
   ``WORKSHOP_SANDBOX=off python -m benchmarks.gemm_bench --track hopper --sizes 4096 8192 --timing-only``;
 - every known-wrong solution ends in a status of its ``status:`` line with its ``expect:`` points.
 
-nbgrader's grading of the reference (full marks once the targets are measured), the untouched stub (0) and the
+nbgrader's grading of the reference (full marks), the untouched stub (0) and the
 known-wrong solutions (their ``expect:`` points) is tests/gpu/test_tracks_nbgrader_gpu.py's, over every CUDA track:
 ``-k hopper``.
 """
