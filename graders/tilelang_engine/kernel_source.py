@@ -153,9 +153,9 @@ def kernel_problems(fn: ast.FunctionDef) -> list[str]:
     nodes = [n for part in parts for n in ast.walk(part)]
     chained = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
     members = [n for n in nodes if _is_enum_member(n)]
-    enums = {id(n.value) for n in members}
+    allowed = {id(n) for n in members} | {id(n.value) for n in members}   # T.<enumeration>.<member>, T.<enumeration>
     for node in nodes:
-        if id(node) in enums or node in members:
+        if id(node) in allowed:
             continue
         if isinstance(node, _NOT_DSL):
             problems.append(f"line {node.lineno}: {type(node).__name__} is not TileLang kernel code")
