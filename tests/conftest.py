@@ -80,9 +80,11 @@ PROCESSES = 2   # nbgrader processes that generate the released courses, each on
 
 def _generate_assignments(root: Path, names: list[str]) -> None:
     """``nbgrader generate_assignment NAME --force`` in each course ``root / NAME``, in one Python process:
-    nbgrader's own application, started once rather than once a course."""
+    nbgrader's own application, started once rather than once a course, and the ``alembic heads`` process with
+    which nbgrader stamps each new gradebook (a second of CPU; the same version each time) run once."""
     from workshop import course as nbg
-    script = ("import os, sys\nfrom nbgrader.apps import GenerateAssignmentApp\n"
+    script = ("import functools, os, sys\nimport nbgrader.api\nfrom nbgrader.apps import GenerateAssignmentApp\n"
+              "nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)\n"
               "for name in sys.argv[2:]:\n"
               "    os.chdir(os.path.join(sys.argv[1], name))\n"
               "    app = GenerateAssignmentApp()\n"
