@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -43,6 +42,10 @@ CUDA_REFERENCE = "transpose"
 TRACKS = [t for t in tracks.all_tracks()
           if (t.engine not in ("quiz", "model") or t.name in (QUIZ, MODEL)) and t.name != "cutlass"]
 FAILED = re.compile(r"VALIDATION FAILED ON (\d+) CELL\(S\)")
+# The first line nbgrader validate writes for each notebook (nbgrader.validator.Validator.validate_and_print)
+VERDICT = re.compile(r"^(Success! Your notebook passes all the tests\.|VALIDATION FAILED ON \d+ CELL\(S\)|"
+                     r"THE TYPES OF \d+ CELL\(S\) HAVE CHANGED|THE CONTENTS OF \d+ TEST CELL\(S\) HAVE CHANGED)",
+                     re.MULTILINE)
 MODEL_WRONG = {"kernelbench": "relu_returns_input.py"}
 PORT_TAKEN = "zmq.error.ZMQError: Address already in use"   # a kernel's start lost a race for its port
 
@@ -88,16 +91,22 @@ def _roofline_answers(track: tracks.Track) -> dict[str, str]:
     return {op.id: f"{op.id} = {reference_answer(track.name, op.id)!r}" for op in track.problem_module().OPERATIONS}
 
 
-def _validate(course: Path, track: tracks.Track, name: str, answers: dict[str, str]) -> str:
+def _validate(course: Path, track: tracks.Track, *jobs: tuple[str, dict[str, str]]) -> list[str]:
+    """``nbgrader validate`` of a notebook of each job's answers (``(name, answers)``), all in one nbgrader process
+    (one start-up, not one a notebook; each notebook runs in a kernel of its own): each notebook's part of the
+    output, in order. Each part begins with the line nbgrader writes first for every notebook (`VERDICT`)."""
     release = _release(course, track.name)
-    path = course / "student" / track.name / f"{name}.ipynb"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(submissions.fill(release, answers), str(path))
-    done = nbg.nbgrader(course, "validate", str(path), check=False)
+    paths = [course / "student" / track.name / f"{name}.ipynb" for name, _ in jobs]
+    for path, (_, answers) in zip(paths, jobs):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(submissions.fill(release, answers), str(path))
+    done = nbg.nbgrader(course, "validate", *map(str, paths), check=False)
     if done.returncode and PORT_TAKEN in done.stdout + done.stderr:   # once more: the kernel's TCP ports are
-        done = nbg.nbgrader(course, "validate", str(path), check=False)   # chosen before it binds them
+        done = nbg.nbgrader(course, "validate", *map(str, paths), check=False)   # chosen before it binds them
     assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    starts = [m.start() for m in VERDICT.finditer(done.stdout)]
+    assert len(starts) == len(jobs) and done.stdout[:starts[0]].strip() == "", done.stdout
+    return [done.stdout[a:b] for a, b in zip(starts, [*starts[1:], len(done.stdout)])]
 
 
 @pytest.mark.parametrize("track", TRACKS, ids=lambda t: t.name)
@@ -114,8 +123,7 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
     jobs = [("stub", {}), ("wrong", answers), ("reference", reference_answers)]
     if track.engine == "cuda" and track.name != CUDA_REFERENCE:
         jobs.pop()
-    with ThreadPoolExecutor(3) as pool:   # nbgrader processes of their own, at once
-        stub, wrong, *reference = pool.map(lambda job: _validate(course, track, *job), jobs)
+    stub, wrong, *reference = _validate(course, track, *jobs)
 
     # a release that keeps its kernels, sabotaged (the debugging track's), fails on its answers only: they compile
     kept = len(load_spec(track.name).kernels) if release.metadata.kernelspec.language == EDIT_LANGUAGE else 0
@@ -138,7 +146,7 @@ def test_validate_fails_a_kernel_that_compiles_but_races_with_the_cpu_previews_l
     """Issue 28's tiled transpose without its __syncthreads(): only its graded cell fails, with the preview's ✗."""
     track = tracks.get("transpose")
     racy = (track.solutions / "tiled.cu").read_text().replace("    __syncthreads();\n", "")
-    out = _validate(courses["transpose"], track, "racy", submissions.cuda_answers("transpose", {"tiled": racy}))
+    out, = _validate(courses["transpose"], track, ("racy", submissions.cuda_answers("transpose", {"tiled": racy})))
     assert int(FAILED.search(out).group(1)) == 1 and "Traceback" not in out, out
     (source, error), = re.findall(r"The following cell failed:\n\n(.*?)\n\nThe error was:\n\n(.*?)\n\n", out, re.DOTALL)
     assert "assert_compiles('transpose', 'tiled', tiled_src)" in source
