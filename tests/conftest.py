@@ -21,10 +21,14 @@ os.environ.setdefault("WORKSHOP_KERNEL_TIMEOUT", "5")
 os.environ.setdefault("WORKSHOP_CELL_TIMEOUT", "20")
 # The modules that run longest (minutes), first, longest first: pytest-xdist runs each module whole on one worker,
 # handing them out in collection order (addopts in pyproject.toml), and a long module handed out late finishes alone
-# at the end (the CUTLASS track's tests, in tests/tracks/, would come last).
+# at the end (the CUTLASS track's tests, in tests/tracks/, would come last). tests/test_install.py goes early too: it
+# mostly waits on PyPI, which at the end of the run would leave the CPUs idle. Then the tracks' modules of half a
+# minute or more, which collection order would hand out last.
 LONGEST_FIRST = ["tests/fleet/test_fleet_grading.py", "tests/e2e/test_validate.py", "tests/tracks/test_cutlass.py",
-                 "tests/e2e/test_attack_run.py", "tests/e2e/test_readme.py", "tests/e2e/test_kernelbench_nbgrader.py",
-                 "tests/tracks/test_puzzles.py", "tests/e2e/test_ta_course_log.py", "tests/e2e/test_attacks.py"]
+                 "tests/test_install.py", "tests/e2e/test_attack_run.py", "tests/e2e/test_readme.py",
+                 "tests/e2e/test_kernelbench_nbgrader.py", "tests/tracks/test_puzzles.py",
+                 "tests/e2e/test_ta_course_log.py", "tests/e2e/test_attacks.py", "tests/tracks/test_tensorcores.py",
+                 "tests/tracks/test_serving.py", "tests/tracks/test_hopper.py", "tests/tracks/test_attention.py"]
 
 
 def pytest_xdist_auto_num_workers(config):
