@@ -47,7 +47,6 @@ import os
 import threading
 
 from graders import settings
-from graders.cuda_engine import sanitizer
 from graders.gpu import detect_gpu
 from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test
 from graders.numba_engine import catalogue
@@ -204,6 +203,8 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
     """'' or the first finding of compute-sanitizer on the kernel's hidden cases on the GPU: memcheck, and
     racecheck when it uses shared memory. (initcheck would find nothing: every device array the grader passes
     is a copy of a host array.)"""
+    # imported here: it imports cuda.core (a second), and every puzzles notebook's kernel cell imports this module
+    from graders.cuda_engine import sanitizer
     tools = ("memcheck", "racecheck") if "cuda.shared.array" in source else ("memcheck",)
     request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
                "target": "gpu"}

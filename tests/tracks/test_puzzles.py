@@ -1,11 +1,14 @@
 """Puzzle grading on the simulator: every reference passes, every known-wrong solution fails as it says."""
 import functools
 import re
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from graders import settings
 from graders.numba_engine import catalogue
 from graders.numba_engine import grade as puzzle_grade
 from graders.numba_engine.grade import (PuzzleFailed, assert_correct, assert_within_limits, check, grade_correctness,
@@ -222,3 +225,12 @@ def test_a_clean_kernel_on_a_gpu_worker_goes_on_to_compute_sanitizer(monkeypatch
         puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run)
     monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
     assert puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run) is gpu_run
+
+
+def test_the_puzzle_grader_imports_cuda_core_only_when_it_runs_the_sanitizer():
+    """Every puzzles notebook's kernel cell imports the grader: cuda.core (a second of start-up) waits until a GPU
+    worker's `sanitizer_finding` needs it."""
+    probe = "import sys, graders.numba_engine.grade\nprint(sorted(m for m in sys.modules if m.startswith('cuda.core')))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=settings.PACKAGE_ROOT,
+                          check=True)
+    assert done.stdout.strip() == "[]", done.stdout
