@@ -156,6 +156,32 @@ def gemm_row(result: dict) -> dict:
     return row
 
 
+def kernel_row(result: dict) -> dict:
+    """One reference's row from its grading result (a dict): status, points, the kernel's and its baseline's speed
+    and their ``ratio``, which `workshop targets` reads from a record's ``kernels``."""
+    row = {"status": result["status"], "message": result["message"], "points": result["points"],
+           "max_points": result["max_points"], "seconds": result.get("seconds"),
+           "resources": result.get("compile", {}).get("resources"), "sass": result.get("sass"),
+           "counter": result.get("counter")}
+    timing = result.get("timing")
+    if timing:
+        scale, unit = (1e12, "TFLOP/s") if timing["work_unit"] == "FLOP" else (1e9, "GB/s")
+        row |= {"shape": timing["shape"], "unit": unit, "kernel_ms": timing["kernel"]["median_s"] * 1e3,
+                "kernel_rate": timing["kernel"]["throughput"] / scale, "baseline": timing["baseline"]["name"],
+                "baseline_ms": timing["baseline"]["median_s"] * 1e3,
+                "baseline_rate": timing["baseline"]["throughput"] / scale, "ratio": timing["ratio"],
+                "samples": timing["kernel"]["samples"], "rse": timing["kernel"]["rse"]}
+    return row
+
+
+def print_kernel_rows(rows: dict[str, dict]) -> None:
+    """The rows' speeds, a line a kernel that was timed."""
+    for kid, r in rows.items():
+        if "ratio" in r:
+            print(f"{kid:20s} {r['kernel_ms']:9.3f} ms {r['kernel_rate']:9.2f} {r['unit']:8s} "
+                  f"{r['baseline']} {r['baseline_ms']:.3f} ms ({r['baseline_rate']:.2f}): ratio {r['ratio']:.4f}")
+
+
 def gemm_size_entry(rows: dict[str, dict]) -> dict:
     """The record's entry for one size: the rows by kernel id and the median cuBLAS GFLOP/s among them."""
     cublas = [r["cublas_gflops"] for r in rows.values() if r.get("cublas_gflops")]

@@ -1,4 +1,5 @@
-"""``workshop targets``: a CUDA track's speed targets from measured numbers.
+"""``workshop targets``: a track's speed targets from measured numbers (a CUDA C++, Triton or TileLang track: the
+spec's ``engine`` says which reader reads it, `load_timed_spec`).
 
 A benchmark record holds each reference kernel's measured speed ratio (kernel / baseline throughput, as
 graded): ``kernels.<id>.ratio`` in a ``transpose-<date>.json`` of ``python -m benchmarks.transpose_bench``,
@@ -18,8 +19,10 @@ import math
 import re
 from pathlib import Path
 
-from graders.cuda_engine.spec import AssignmentSpec, load_spec
+from graders.cuda_engine.spec import AssignmentSpec, load_spec, read_toml
 from graders.settings import PACKAGE_ROOT
+from graders.tilelang_engine.spec import load_tilelang_spec
+from graders.triton_engine.spec import load_triton_spec
 from workshop.records import measurement_code
 
 _TABLE = re.compile(r"^\s*\[\[?\s*[A-Za-z_][\w.-]*\s*\]\]?\s*(#.*)?$")   # a table header line
@@ -31,6 +34,19 @@ _MEASURED_IN = re.compile(r"^\s*measured_in\s*=")
 
 class TargetsError(ValueError):
     """A record holds no usable ratios for the spec, or a new target would not be above its floor."""
+
+
+# the engines whose kernels are timed against a baseline, and how each reads its spec
+SPEC_READERS = {"cuda": load_spec, "triton": lambda path: load_triton_spec(path).assignment,
+                "tilelang": load_tilelang_spec}
+
+
+def load_timed_spec(path: Path) -> AssignmentSpec:
+    """The spec at ``path``, read by its engine's reader (``[assignment] engine``, CUDA C++ if none)."""
+    engine = (read_toml(Path(path), "spec").get("assignment") or {}).get("engine", "cuda")
+    if engine not in SPEC_READERS:
+        raise TargetsError(f"{path}: a {engine} track has no speed targets (only {', '.join(SPEC_READERS)} tracks)")
+    return SPEC_READERS[engine](path)
 
 
 def measured_ratios(record: dict, spec: AssignmentSpec) -> dict[str, float]:
@@ -114,7 +130,7 @@ def _set_measured(block: list[str], records: list[str]) -> list[str]:
 
 def run(spec_path: Path, records: list[Path], fraction: float, write: bool) -> int:
     """Print each kernel's measured ratio and new target (and with ``write``, write them into the spec)."""
-    spec = load_spec(spec_path)
+    spec = load_timed_spec(spec_path)
     track = spec.name
     for path in records:
         made_with = json.loads(Path(path).read_text()).get("measurement_code")
@@ -137,7 +153,7 @@ def run(spec_path: Path, records: list[Path], fraction: float, write: bool) -> i
         named = [_repo_relative(Path(p)) for p in records]
         unmeasured = [kid for kid in spec.kernels if kid not in targets]
         spec.path.write_text(rewrite_spec(spec.path.read_text(), targets, named, every_kernel=not unmeasured))
-        load_spec(spec.path)   # the edited spec still reads
+        load_timed_spec(spec.path)   # the edited spec still reads
         print(f"wrote {spec.path}" + (f"; its targets stay {spec.targets}: not measured {', '.join(unmeasured)}"
                                       if unmeasured else ""))
     else:

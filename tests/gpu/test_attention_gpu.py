@@ -15,7 +15,7 @@ import pytest
 from graders import tracks
 from graders.cuda_engine.grade import CORRECT, grade_kernel, report
 from graders.cuda_engine.spec import load_spec
-from workshop.records import write_gpu_record
+from workshop.records import kernel_row, print_kernel_rows, write_gpu_record
 
 pytestmark = pytest.mark.gpu
 
@@ -32,35 +32,14 @@ def grade(kernel_id: str, source: str) -> dict:
     return result.as_dict()
 
 
-def row(result: dict) -> dict:
-    """One step's line of the table: status, points, and the kernel's and baseline's speed."""
-    line = {"status": result["status"], "message": result["message"], "points": result["points"],
-            "max_points": result["max_points"], "seconds": result.get("seconds"),
-            "resources": result.get("compile", {}).get("resources"), "sass": result.get("sass"),
-            "counter": result.get("counter")}
-    timing = result.get("timing")
-    if timing:
-        unit = timing["work_unit"]
-        scale, rate = (1e12, "TFLOP/s") if unit == "FLOP" else (1e9, "GB/s")
-        line |= {"shape": timing["shape"], "unit": rate, "kernel_ms": timing["kernel"]["median_s"] * 1e3,
-                 "kernel_rate": timing["kernel"]["throughput"] / scale, "baseline": timing["baseline"]["name"],
-                 "baseline_ms": timing["baseline"]["median_s"] * 1e3,
-                 "baseline_rate": timing["baseline"]["throughput"] / scale, "ratio": timing["ratio"],
-                 "samples": timing["kernel"]["samples"], "rse": timing["kernel"]["rse"]}
-    return line
-
-
 @pytest.fixture(scope="module")
 def references() -> dict[str, dict]:
     rows, environment = {}, None
     for kid, kernel in SPEC.kernels.items():
         result = grade(kid, kernel.reference.read_text())
-        rows[kid] = row(result)
+        rows[kid] = kernel_row(result)
         environment = environment or result.get("environment")
-    for kid, r in rows.items():
-        if "ratio" in r:
-            print(f"{kid:20s} {r['kernel_ms']:9.3f} ms {r['kernel_rate']:9.2f} {r['unit']:8s} "
-                  f"{r['baseline']} {r['baseline_ms']:.3f} ms ({r['baseline_rate']:.2f}): ratio {r['ratio']:.4f}")
+    print_kernel_rows(rows)
     for causal, unmasked in (("flash_causal", "flash_forward"), ("flash_tc_causal", "flash_tc")):
         if "kernel_ms" in rows[unmasked] and "kernel_ms" in rows[causal]:
             rows[causal]["time_over_unmasked"] = rows[causal]["kernel_ms"] / rows[unmasked]["kernel_ms"]

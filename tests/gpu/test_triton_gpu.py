@@ -4,8 +4,9 @@ autotuned over their configs), the references against the issue's goals (`GOALS`
 and the track autograded by nbgrader: the reference full marks, the untouched stub 0, each known-wrong solution
 exactly its ``expect:`` points.
 
-Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_triton_gpu.py -x -q -s`` (``-s`` shows the
-reports). ``WORKSHOP_PERF_BUDGET_S`` (default here 1.5 s) is the timing budget per kernel.
+Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_triton_gpu.py -x -q -s`` (``-s`` shows the reports).
+The references' record: ``benchmarks/results/triton/triton-<date-time>.json``. ``WORKSHOP_PERF_BUDGET_S`` (default
+here 1.5 s) is the timing budget per kernel.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from graders.triton_engine import grade
 from graders.triton_engine.kernel_source import kernel_from_cell
 from graders.triton_engine.spec import load_triton_spec
 from workshop.course import Autograding, Course, stderr_text
-from workshop.records import write_gpu_record
+from workshop.records import kernel_row, print_kernel_rows, write_gpu_record
 from workshop.submissions import cuda_answers, wrong_groups
 
 pytestmark = pytest.mark.gpu
@@ -41,8 +42,16 @@ def _graded(kid: str, path) -> dict:
 
 @pytest.fixture(scope="module")
 def references() -> dict[str, dict]:
-    """Each reference graded once, by kernel id."""
-    return {kid: _graded(kid, kernel.reference) for kid, kernel in SPEC.assignment.kernels.items()}
+    """Each reference graded once, by kernel id; their rows written to a record (``kernels``, with the track's
+    measuring code), which ``workshop targets triton RECORD`` reads."""
+    results = {kid: _graded(kid, kernel.reference) for kid, kernel in SPEC.assignment.kernels.items()}
+    rows = {kid: kernel_row(result) for kid, result in results.items()}
+    print_kernel_rows(rows)
+    environment = next((r["environment"] for r in results.values() if r.get("environment")), None)
+    write_gpu_record("triton", "the triton track's references graded at their perf shapes",
+                     {"budget_s_per_grading": BUDGET_S, "environment": environment, "kernels": rows},
+                     dists=("triton",), track="triton")
+    return results
 
 
 @pytest.mark.parametrize("kid", list(SPEC.assignment.kernels))

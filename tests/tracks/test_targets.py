@@ -10,7 +10,7 @@ import pytest
 
 from graders.cuda_engine.spec import SpecError, load_spec
 from graders.settings import RESULTS, TRACKS
-from workshop import targets
+from workshop import records, targets
 from workshop.cli import main
 from workshop.records import measurement_code
 
@@ -136,3 +136,34 @@ def test_a_target_is_at_least_the_fraction_of_its_ratio_and_under_the_ratio(rati
     target = targets.new_targets({"k": ratio}, 0.97)["k"]
     assert 0.97 * ratio <= target <= 0.98 * ratio
     assert float(f"{target:.3g}") == target   # three significant digits
+
+
+def graded(kid: str, shape, ratio: float) -> dict:
+    """A reference's grading result (`GradeResult.as_dict`), as far as a record's row reads it."""
+    timing = {"work_unit": "byte", "shape": list(shape), "ratio": ratio,
+              "kernel": {"median_s": 1e-3, "throughput": ratio * 1e12, "samples": 30, "rse": 0.01},
+              "baseline": {"name": "copy", "median_s": 1e-3 * ratio, "throughput": 1e12}}
+    return {"status": "ok", "message": "", "points": 3.0, "max_points": 3.0, "timing": timing}
+
+
+@pytest.mark.parametrize("track", ["triton", "tilelang"])
+def test_a_python_dsl_track_takes_its_targets_from_its_gpu_tests_record(track, tmp_path, capsys):
+    """The record tests/gpu/test_<track>_gpu.py writes (`records.kernel_row` of each reference) sets the spec's
+    targets, the spec read by its own engine's reader."""
+    spec_file = tmp_path / "spec.toml"
+    shutil.copy(TRACKS / track / "spec.toml", spec_file)
+    spec = targets.load_timed_spec(spec_file)
+    ratios = {kid: 0.5 + 0.1 * i for i, kid in enumerate(spec.kernels)}
+    rows = {kid: records.kernel_row(graded(kid, k.perf_shape, ratios[kid])) for kid, k in spec.kernels.items()}
+    record = tmp_path / f"{track}.json"
+    record.write_text(json.dumps({"track": track, "measurement_code": measurement_code(track), "kernels": rows}))
+    assert main(["targets", track, str(record)]) == 0 and "nothing written" in capsys.readouterr().out
+    assert targets.run(spec_file, [record], 0.95, write=True) == 0
+    written = targets.load_timed_spec(spec_file)
+    assert written.targets == "measured" and written.measured_in == (str(record),)
+    assert {kid: k.target for kid, k in written.kernels.items()} == targets.new_targets(ratios, 0.95)
+
+
+def test_a_track_without_a_baseline_has_no_targets(tmp_path, capsys):
+    assert main(["targets", "puzzles", str(TRANSPOSE_RATIOS)]) == 2
+    assert "a numba track has no speed targets" in capsys.readouterr().err
