@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     build = sub.add_parser("build", help="write the source notebooks of the tracks (default: all)")
     build.add_argument("tracks", nargs="*", help="track names (folders under tracks/)")
     build.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook is stale")
-    targets = sub.add_parser("targets", help="a CUDA, Triton or TileLang track's speed targets from benchmark records")
+    targets = sub.add_parser("targets", help="a track's speed targets (its kernels', or a model track's "
+                             "problems') from benchmark records")
     targets.add_argument("track", help="track name (a folder under tracks/)")
     targets.add_argument("records", nargs="+", type=Path,
                          help="benchmark JSON (benchmarks/results/TRACK/); with several, each kernel's lowest "

@@ -58,8 +58,8 @@ def measured_files(track: str, root: Path = PACKAGE_ROOT) -> list[Path]:
 
 def measurement_code(track: str, root: Path = PACKAGE_ROOT) -> str:
     """A short hash of `measured_files`, the spec read as data without the keys a measurement sets (each kernel's
-    ``target`` and ``floor``, ``targets``, ``measured_in``) or its comments. A record of a measurement carries
-    it; equal hashes: the record describes the measuring code as it is now."""
+    or model problem's ``target`` and ``floor``, ``targets``, ``measured_in``) or its comments. A record of a
+    measurement carries it; equal hashes: the record describes the measuring code as it is now."""
     digest = hashlib.sha256()
     for path in measured_files(track, root):
         if not path.is_file():
@@ -71,6 +71,9 @@ def measurement_code(track: str, root: Path = PACKAGE_ROOT) -> str:
                                   if k not in ("target", "floor", "targets", "measured_in")}
             spec["kernel"] = [{k: v for k, v in kernel.items() if k not in ("target", "floor")}
                               for kernel in spec.get("kernel", [])]
+            if "problem" in spec:   # a model track's
+                spec["problem"] = [{k: v for k, v in problem.items() if k not in ("target", "floor")}
+                                   for problem in spec["problem"]]
             data = json.dumps(spec, sort_keys=True).encode()
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]
@@ -172,6 +175,17 @@ def kernel_row(result: dict) -> dict:
                 "baseline_rate": timing["baseline"]["throughput"] / scale, "ratio": timing["ratio"],
                 "samples": timing["kernel"]["samples"], "rse": timing["kernel"]["rse"]}
     return row
+
+
+def model_row(result: dict, sizes: dict) -> dict:
+    """One model problem's reference row from its grading result (a dict, `graders.model_engine`): its speed-ups,
+    and as its ``ratio`` the one over ``torch.compile`` (which its points follow), at the problem's ``sizes``."""
+    timing = result.get("timing", {})
+    speedup = timing.get("speedup", {})
+    row = {"status": result["status"], "message": result["message"], "sizes": sizes, "speedup": speedup,
+           "median_ms": {who: timing[who]["median_s"] * 1e3 for who in ("submission", "eager", "compile")
+                         if who in timing}}
+    return row | ({"ratio": speedup["compile"]} if "compile" in speedup else {})
 
 
 def print_kernel_rows(rows: dict[str, dict]) -> None:

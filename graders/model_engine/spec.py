@@ -8,7 +8,9 @@ from). Each ``[[problem]]``: ``id`` (a key of the track's ``problem.py`` ``SOURC
 defining ``Model``, ``get_inputs`` and ``get_init_inputs``), ``source`` (its file in that repository), ``atol`` and
 ``rtol``, ``sizes`` (module globals set before ``get_inputs`` runs: the GPU's shapes) and ``cpu_sizes`` (the
 CPU check's), ``floor`` and ``target`` (speed-ups over ``torch.compile`` where performance points begin and
-are full), ``reference`` (the reference solution's file, under the track's folder).
+are full), ``reference`` (the reference solution's file, under the track's folder). ``targets`` is
+"provisional" until `workshop targets` sets them from records of the references' speed-ups, then "measured",
+with ``measured_in`` naming those records, as in a CUDA track's spec.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ class ModelSpec:
     points_correct: float
     points_perf: float
     problems: dict[str, ModelProblem]
+    measured_in: tuple[str, ...] = ()   # with targets = "measured": the records (repo-relative) they come from
 
     def problem(self, problem_id: str) -> ModelProblem:
         if problem_id not in self.problems:
@@ -95,7 +98,15 @@ def load_model_spec(assignment: str | Path) -> ModelSpec:
         problems[problem.id] = problem
     if not problems:
         raise ModelSpecError(f"{path}: no [[problem]]")
-    return ModelSpec(top["name"], path, bool(top.get("requires_gpu", True)), str(top.get("targets", "")),
+    targets, measured_in = top.get("targets", "provisional"), top.get("measured_in", [])
+    if targets not in ("provisional", "measured"):
+        raise ModelSpecError(f"{path} [assignment]: targets must be 'provisional' or 'measured', not {targets!r}")
+    if not isinstance(measured_in, list) or not all(isinstance(r, str) for r in measured_in):
+        raise ModelSpecError(f"{path} [assignment]: measured_in must be a list of record paths")
+    if (targets == "measured") != bool(measured_in):
+        raise ModelSpecError(f"{path} [assignment]: targets = \"measured\" needs measured_in, the records they come "
+                             "from (written by `workshop targets --write`), and measured_in needs it")
+    return ModelSpec(top["name"], path, bool(top.get("requires_gpu", True)), targets,
                      float(top.get("time_budget_s", 60.0)), int(top.get("trials", 5)),
                      int(top.get("timed_runs", 20)), float(top.get("points_correct", 1)),
-                     float(top.get("points_perf", 2)), problems)
+                     float(top.get("points_perf", 2)), problems, tuple(measured_in))

@@ -4,7 +4,8 @@ references, and a student handing in the three known-wrong solutions), the vendo
 ``torch.compile`` holds the reference, eager, ``torch.compile`` (and the vendor attention), the known-wrong ones
 excluded with their reason on their author's page only; the pages read in headless Chromium where it is installed.
 Records every row (speed-ups, times, GPU) under benchmarks/results/capstone/ (``capstone-leaderboard-gpu-<date-time>
-.json``), the numbers the spec's provisional floors and targets wait for."""
+.json``), and the references' speed-ups over ``torch.compile`` (``capstone-<date-time>.json``, with the track's
+measuring code), which ``workshop targets capstone RECORD`` reads."""
 from __future__ import annotations
 
 import csv
@@ -21,7 +22,7 @@ from graders.model_engine.spec import load_model_spec
 from workshop import cli
 from workshop.course import Course
 from workshop.export import gradebook_url
-from workshop.records import write_gpu_record
+from workshop.records import model_row, write_gpu_record
 
 pytestmark = pytest.mark.gpu
 TRACK = tracks.get("capstone")
@@ -44,6 +45,11 @@ def course(tmp_path_factory) -> Path:
                      "solutions), the vendor attention by workshop grade-folder, then workshop leaderboard: every row "
                      "at the problems' sizes", {"rows": rows}, dists=("nbgrader", "triton", "torch"),
                      folder=TRACK.name)
+    references = [e for e in leaderboard.student_entries(made.root, TRACK.name, gradebook_url(made.root))
+                  if e.author == "reference"]
+    write_gpu_record(TRACK.name, "the capstone references' speed-ups, graded by workshop grade at the problems' sizes",
+                     {"kernels": {e.problem: model_row(e.result, SPEC.problem(e.problem).sizes) for e in references}},
+                     dists=("triton", "torch"), track=TRACK.name)
     return made.root
 
 

@@ -3,8 +3,9 @@ correct, with their speed-ups over eager PyTorch and ``torch.compile`` recorded 
 ``torch.compile``), the untouched stub 0, each known-wrong solution (the reward hacks, a wrong tolerance, a
 power-of-two special case; the side-stream hack only a GPU can try) exactly its ``expect:`` points and status.
 Records each submission's seconds, scores and each reference's timings and fast_p flags under
-benchmarks/results/kernelbench/ (``kernelbench-nbgrader-gpu-<date-time>.json``), the numbers `workshop targets`
-and the targets' comment in spec.toml need."""
+benchmarks/results/kernelbench/ (``kernelbench-nbgrader-gpu-<date-time>.json``), and the references' speed-ups over
+``torch.compile`` (``kernelbench-<date-time>.json``, with the track's measuring code), which ``workshop targets
+kernelbench RECORD`` reads."""
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,7 @@ from graders.model_engine.source import ModelSource
 from graders.model_engine.spec import load_model_spec
 from model_sources import CUDA_RELU
 from workshop.course import Autograding, Course, stderr_text
-from workshop.records import write_gpu_record
+from workshop.records import model_row, write_gpu_record
 
 pytestmark = pytest.mark.gpu
 TRACK = tracks.get("kernelbench")
@@ -26,8 +27,11 @@ SPEC = load_model_spec("kernelbench")
 @pytest.fixture(scope="module")
 def grading(tmp_path_factory):
     grading = Autograding(Course(tmp_path_factory.mktemp("kernelbench-gpu-course"), TRACK.name))
-    grading.timings = {}
+    grading.timings, grading.rows = {}, {}
     yield grading
+    if grading.rows:
+        write_gpu_record(TRACK.name, "the kernelbench references' speed-ups, graded by nbgrader autograde at the "
+                         "problems' sizes", {"kernels": grading.rows}, dists=("triton",), track=TRACK.name)
     write_gpu_record("kernelbench-nbgrader-gpu", "nbgrader autograde of the kernelbench track: the references, the "
                      "stub and each known-wrong solution, at the problems' sizes",
                      {"seconds_per_submission": grading.seconds, "scores": grading.scores,
@@ -49,6 +53,8 @@ def test_every_reference_is_correct_and_its_speedups_are_recorded(grading):
     for grade_id, result in _results(grading, "reference").items():
         assert result["status"] == "ok" and result["device"] == "cuda", (grade_id, result["message"])
         grading.timings[grade_id] = {"timing": result["timing"], "fast_p": result["fast_p"]}
+        pid = grade_id.removesuffix("_score")
+        grading.rows[pid] = model_row(result, SPEC.problem(pid).sizes)
         assert "compile" in result["timing"]["speedup"], result["timing"].get("compile_error")
         assert scores[grade_id] >= SPEC.points_correct
     assert set(scores) == {f"{pid}_score" for pid in SPEC.problems}

@@ -56,7 +56,7 @@ def test_spec_lists_the_steps_in_order_compiled_for_sm_90a():
 def test_the_targets_are_0_95_of_the_reference_records_ratios():
     """`workshop targets hopper RECORD --fraction 0.95 --write` wrote them from the record the notebook quotes."""
     record = [ROOT / runpy.run_path(str(ROOT / "tracks/hopper/notebook.py"))["REFERENCE_RECORD"]]
-    expected = targets.new_targets(targets.lowest_ratios(record, SPEC), 0.95)
+    expected = targets.new_targets(targets.lowest_ratios(record, targets.timed(SPEC)), 0.95)
     assert {kid: k.target for kid, k in SPEC.kernels.items()} == expected
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graders.cuda_engine.spec import SpecError, load_spec
+from graders.model_engine.spec import ModelSpecError, load_model_spec
 from graders.settings import RESULTS, TRACKS
 from workshop import records, targets
 from workshop.cli import main
@@ -72,13 +73,13 @@ def test_write_changes_only_the_target_lines_and_names_the_records(tmp_path, cap
 
 
 def test_several_records_take_each_kernels_lowest_ratio(tmp_path):
-    spec = load_spec("gemm")
+    spec = targets.load_timed_spec(TRACKS / "gemm" / "spec.toml")
     earlier = current(RESULTS / "gemm" / "gemm-20261202-144842.json", "gemm", tmp_path)
     later = current(GEMM_RATIOS, "gemm", tmp_path)
     lowest = targets.lowest_ratios([later, earlier], spec)
     one = targets.lowest_ratios([later], spec)
     two = targets.lowest_ratios([earlier], spec)
-    assert lowest == {kid: min(one[kid], two[kid]) for kid in spec.kernels}
+    assert lowest == {kid: min(one[kid], two[kid]) for kid in spec.goals}
 
 
 def test_a_kernel_without_a_target_line_gets_one():
@@ -153,17 +154,56 @@ def test_a_python_dsl_track_takes_its_targets_from_its_gpu_tests_record(track, t
     spec_file = tmp_path / "spec.toml"
     shutil.copy(TRACKS / track / "spec.toml", spec_file)
     spec = targets.load_timed_spec(spec_file)
-    ratios = {kid: 0.5 + 0.1 * i for i, kid in enumerate(spec.kernels)}
-    rows = {kid: records.kernel_row(graded(kid, k.perf_shape, ratios[kid])) for kid, k in spec.kernels.items()}
+    ratios = {kid: 0.5 + 0.1 * i for i, kid in enumerate(spec.goals)}
+    rows = {kid: records.kernel_row(graded(kid, goal.measured_at, ratios[kid])) for kid, goal in spec.goals.items()}
     record = tmp_path / f"{track}.json"
     record.write_text(json.dumps({"track": track, "measurement_code": measurement_code(track), "kernels": rows}))
     assert main(["targets", track, str(record)]) == 0 and "nothing written" in capsys.readouterr().out
     assert targets.run(spec_file, [record], 0.95, write=True) == 0
     written = targets.load_timed_spec(spec_file)
     assert written.targets == "measured" and written.measured_in == (str(record),)
-    assert {kid: k.target for kid, k in written.kernels.items()} == targets.new_targets(ratios, 0.95)
+    assert {kid: goal.target for kid, goal in written.goals.items()} == targets.new_targets(ratios, 0.95)
+
+
+@pytest.mark.parametrize("track", ["kernelbench", "capstone"])
+def test_a_model_track_takes_its_problems_targets_from_its_references_speedups(track, tmp_path):
+    """The record its GPU test writes (`records.model_row` of each reference's result): the speed-up over
+    torch.compile is the ratio, measured at the problem's sizes; the targets go into its ``[[problem]]`` tables."""
+    spec_file = tmp_path / "spec.toml"
+    shutil.copy(TRACKS / track / "spec.toml", spec_file)
+    spec = targets.load_timed_spec(spec_file)
+    assert spec.table == "problem" and spec.targets == "provisional"
+    speedups = {pid: 1.2 + 0.1 * i for i, pid in enumerate(spec.goals)}
+
+    def result(speedup: float) -> dict:   # a reference's grading result, as far as its row reads it
+        timing = {"submission": {"median_s": 1e-3}, "compile": {"median_s": 1e-3 * speedup},
+                  "speedup": {"eager": 2 * speedup, "compile": speedup}}
+        return {"status": "ok", "message": "", "timing": timing}
+
+    rows = {pid: records.model_row(result(speedups[pid]), goal.measured_at) for pid, goal in spec.goals.items()}
+    record = tmp_path / f"{track}.json"
+    record.write_text(json.dumps({"track": track, "measurement_code": measurement_code(track), "kernels": rows}))
+    assert targets.run(spec_file, [record], 0.95, write=True) == 0
+    written = targets.load_timed_spec(spec_file)
+    assert written.targets == "measured" and written.measured_in == (str(record),)
+    assert {pid: goal.target for pid, goal in written.goals.items()} == targets.new_targets(speedups, 0.95)
+    rows[next(iter(rows))]["sizes"] = {"batch_size": 1}
+    record.write_text(json.dumps({"track": track, "measurement_code": measurement_code(track), "kernels": rows}))
+    with pytest.raises(targets.TargetsError, match="was measured at {'batch_size': 1}, not at"):
+        targets.run(spec_file, [record], 0.95, write=False)
 
 
 def test_a_track_without_a_baseline_has_no_targets(tmp_path, capsys):
     assert main(["targets", "puzzles", str(TRANSPOSE_RATIOS)]) == 2
     assert "a numba track has no speed targets" in capsys.readouterr().err
+
+
+def test_a_model_spec_says_measured_only_with_its_records(tmp_path):
+    spec_file = tmp_path / "spec.toml"
+    original = (TRACKS / "kernelbench" / "spec.toml").read_text()
+    for replaced, error in (('targets = "measured"', "needs measured_in"),
+                            ('measured_in = ["benchmarks/results/r.json"]', "needs measured_in"),
+                            ('targets = "guessed"', "targets must be 'provisional' or 'measured'")):
+        spec_file.write_text(original.replace('targets = "provisional"', replaced))
+        with pytest.raises(ModelSpecError, match=error):
+            load_model_spec(spec_file)
