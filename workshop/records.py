@@ -4,6 +4,8 @@
 
 - `write_gpu_record`: what a run measured (the nbgrader runs' seconds and scores), with the GPU, the date,
   the versions and the grading code it ran (`grading_code`): ``<prefix>-<date>-<time>.json``;
+- `write_references_record`: a track's references graded, a row each (`kernel_row`; a model track's
+  `model_row`), the ratios ``workshop targets`` reads;
 - the GEMM worklog record, ``<track>-<date>-<time>.json`` and its chart (``.png``) in its track's folder: each
   reference kernel's GFLOP/s, ratio to cuBLAS and score, at each size graded. The GEMM GPU tests write it at the
   spec's ``perf_shape``, ``python -m benchmarks.gemm_bench`` adds sizes, launch variants and ncu counts, and
@@ -188,12 +190,18 @@ def model_row(result: dict, sizes: dict) -> dict:
     return row | ({"ratio": speedup["compile"]} if "compile" in speedup else {})
 
 
-def print_kernel_rows(rows: dict[str, dict]) -> None:
-    """The rows' speeds, a line a kernel that was timed."""
+def write_references_record(track: str, what: str, results: dict[str, dict], rows: dict[str, dict], budget_s: float,
+                            *, prefix: str | None = None, dists: tuple[str, ...] = ()) -> Path:
+    """A track's references' record (``<prefix or track>-<date-time>.json``, with the track's measuring code): their
+    ``rows`` (`kernel_row` of each of ``results``, by kernel id), printed a line a timed kernel, the timing budget
+    each grading had and the GPU's environment (the first result's that has one). `workshop targets` reads it."""
     for kid, r in rows.items():
         if "ratio" in r:
             print(f"{kid:20s} {r['kernel_ms']:9.3f} ms {r['kernel_rate']:9.2f} {r['unit']:8s} "
                   f"{r['baseline']} {r['baseline_ms']:.3f} ms ({r['baseline_rate']:.2f}): ratio {r['ratio']:.4f}")
+    environment = next((r["environment"] for r in results.values() if r.get("environment")), None)
+    return write_gpu_record(prefix or track, what, {"budget_s_per_grading": budget_s, "environment": environment,
+                                                    "kernels": rows}, dists=dists, track=track)
 
 
 def gemm_size_entry(rows: dict[str, dict]) -> dict:

@@ -15,7 +15,7 @@ import pytest
 from graders import tracks
 from graders.cuda_engine.grade import CORRECT, grade_kernel, report
 from graders.cuda_engine.spec import load_spec
-from workshop.records import kernel_row, print_kernel_rows, write_gpu_record
+from workshop.records import kernel_row, write_references_record
 
 pytestmark = pytest.mark.gpu
 
@@ -34,21 +34,15 @@ def grade(kernel_id: str, source: str) -> dict:
 
 @pytest.fixture(scope="module")
 def references() -> dict[str, dict]:
-    rows, environment = {}, None
-    for kid, kernel in SPEC.kernels.items():
-        result = grade(kid, kernel.reference.read_text())
-        rows[kid] = kernel_row(result)
-        environment = environment or result.get("environment")
-    print_kernel_rows(rows)
+    results = {kid: grade(kid, kernel.reference.read_text()) for kid, kernel in SPEC.kernels.items()}
+    rows = {kid: kernel_row(result) for kid, result in results.items()}
     for causal, unmasked in (("flash_causal", "flash_forward"), ("flash_tc_causal", "flash_tc")):
         if "kernel_ms" in rows[unmasked] and "kernel_ms" in rows[causal]:
             rows[causal]["time_over_unmasked"] = rows[causal]["kernel_ms"] / rows[unmasked]["kernel_ms"]
             print(f"{causal} / {unmasked} time: {rows[causal]['time_over_unmasked']:.3f} (the issue's goal for the "
                   "tensor-core pair: at most 0.6)")
-    # "kernels" with the track's measuring code: a record `workshop targets attention RECORD` reads
-    write_gpu_record("attention-gpu", "the attention track's references graded on the GPU (grade_kernel)",
-                     {"budget_s_per_grading": BUDGET_S, "environment": environment, "kernels": rows},
-                     track="attention")
+    write_references_record("attention", "the attention track's references graded on the GPU (grade_kernel)", results,
+                            rows, BUDGET_S, prefix="attention-gpu")
     return rows
 
 

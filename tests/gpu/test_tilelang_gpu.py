@@ -21,7 +21,7 @@ from graders.tilelang_engine import grade
 from graders.tilelang_engine.kernel_source import kernel_from_cell
 from graders.tilelang_engine.spec import load_tilelang_spec
 from workshop.course import Autograding, Course, stderr_text
-from workshop.records import kernel_row, print_kernel_rows, write_gpu_record
+from workshop.records import kernel_row, write_gpu_record, write_references_record
 from workshop.submissions import cuda_answers, wrong_groups
 
 pytestmark = pytest.mark.gpu
@@ -43,12 +43,8 @@ def references() -> dict[str, dict]:
     """Each reference graded once, by kernel id; their rows written to a record (``kernels``, with the track's
     measuring code), which ``workshop targets tilelang RECORD`` reads."""
     results = {kid: _graded(kid, kernel.reference) for kid, kernel in SPEC.kernels.items()}
-    rows = {kid: kernel_row(result) for kid, result in results.items()}
-    print_kernel_rows(rows)
-    environment = next((r["environment"] for r in results.values() if r.get("environment")), None)
-    write_gpu_record("tilelang", "the tilelang track's references graded at their perf shapes",
-                     {"budget_s_per_grading": BUDGET_S, "environment": environment, "kernels": rows},
-                     dists=("tilelang",), track="tilelang")
+    write_references_record("tilelang", "the tilelang track's references graded at their perf shapes", results,
+                            {kid: kernel_row(result) for kid, result in results.items()}, BUDGET_S, dists=("tilelang",))
     return results
 
 

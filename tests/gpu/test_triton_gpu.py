@@ -20,7 +20,7 @@ from graders.triton_engine import grade
 from graders.triton_engine.kernel_source import kernel_from_cell
 from graders.triton_engine.spec import load_triton_spec
 from workshop.course import Autograding, Course, stderr_text
-from workshop.records import kernel_row, print_kernel_rows, write_gpu_record
+from workshop.records import kernel_row, write_gpu_record, write_references_record
 from workshop.submissions import cuda_answers, wrong_groups
 
 pytestmark = pytest.mark.gpu
@@ -45,12 +45,8 @@ def references() -> dict[str, dict]:
     """Each reference graded once, by kernel id; their rows written to a record (``kernels``, with the track's
     measuring code), which ``workshop targets triton RECORD`` reads."""
     results = {kid: _graded(kid, kernel.reference) for kid, kernel in SPEC.assignment.kernels.items()}
-    rows = {kid: kernel_row(result) for kid, result in results.items()}
-    print_kernel_rows(rows)
-    environment = next((r["environment"] for r in results.values() if r.get("environment")), None)
-    write_gpu_record("triton", "the triton track's references graded at their perf shapes",
-                     {"budget_s_per_grading": BUDGET_S, "environment": environment, "kernels": rows},
-                     dists=("triton",), track="triton")
+    write_references_record("triton", "the triton track's references graded at their perf shapes", results,
+                            {kid: kernel_row(result) for kid, result in results.items()}, BUDGET_S, dists=("triton",))
     return results
 
 
