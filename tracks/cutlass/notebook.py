@@ -29,7 +29,7 @@ pipeline of `mbarrier`s) with CUTLASS {CUTLASS_VERSION}'s names instead of inlin
 for the swizzle, a `TiledMMA` for the instruction and its partitions, `SM90_TMA_LOAD_2D` for the copy and
 `cutlass::arch::ClusterTransactionBarrier` for the barriers. Three steps: the pipeline in bf16, the same in fp16 (one
 type changed), and CUTLASS's warp-specialised schedule (a producer warpgroup and two consumers, registers moved with
-`setmaxnreg`).
+`setmaxnreg`), persistent and with a TMA-store epilogue as CUTLASS launches it.
 
 `C = A @ B` with `A` M x K row-major, `B` K x N stored column-major (`B[k][n]` at `B[n * K + k]`: both operands are
 K-major, as `wgmma` reads them), `C` M x N in fp32, row-major, accumulated in fp32, in bf16 and in fp16. Every
@@ -39,7 +39,7 @@ kernel has the signature
 
 (`T`: `bf16` or `f16` as each cell declares it, `unsigned short`, the raw bits; CUTLASS's `bfloat16_t` and `half_t`
 are the same 16 bits) and then two tensor maps, `const __grid_constant__ TmaDescriptor mapA, mapB` (CuTe's 128-byte
-descriptor type). CUTLASS builds tensor maps on the host (`make_tma_copy`); your cell is device code only, so the
+descriptor type; the last step also `mapC`, for its TMA stores of C). CUTLASS builds tensor maps on the host (`make_tma_copy`); your cell is device code only, so the
 grader builds them (`cuTensorMapEncodeTiled`) over `A` and `B` as it allocated them, with the box and swizzle the
 step states, and your kernel issues the copies
 (`SM90_TMA_LOAD_2D::copy(&mapA, barrier, hint, shared_pointer, k, m)`). The grader compiles each cell with NVRTC for
@@ -88,10 +88,12 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
                      for m in kernel.launch.tensor_maps)
     provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
     must = [REQUIREMENTS[r][1] for r in (*problem(kernel.kind).sass_requirements, *kernel.sass_requirements)]
+    grid = ("a persistent grid of one block an SM (or one a tile where there are fewer tiles), "
+            if kernel.launch.persistent else "")
     sizes = ", ".join(" x ".join(map(str, s)) for s in kernel.check_shapes)
     lines = [f"## {n}. {title[:1].upper() + title[1:]}", "", what[:1].upper() + what[1:], "",
              f"**Hypothesis:** {hypothesis}", "",
-             f"* **Launch:** {g.block[0]} x {g.block[1]} threads per block ({_warpgroups(kernel)}), a {g.tile[1]} x "
+             f"* **Launch:** {grid}{g.block[0]} x {g.block[1]} threads per block ({_warpgroups(kernel)}), a {g.tile[1]} x "
              f"{g.tile[0]} tile of C per block{params}, {kernel.launch.dynamic_smem:,} bytes of dynamic shared "
              f"memory, compiled for {kernel.launch.arch} against CUTLASS {CUTLASS_VERSION}.",
              f"* **Tensor maps** (after `K`, in this order): {maps}.",
