@@ -2,10 +2,13 @@
 // cvt.rna.tf32.f32) as its fragment is loaded, and multiplied by mma.sync.m16n8k8 .tf32 with an fp32
 // accumulator. The slabs are
 // fp32 (BK = 16: rows of A are 64 bytes, as in the bf16 steps) copied by cp.async in the swizzled layout of
-// step 4, pipelined as in step 5, each thread's copies in passes known at compile time as in step 6 (238 registers
-// where step 5's loops took 252). ldmatrix moves 16-bit values, so the fragments are read with scalar shared
-// loads: a lane holds A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4] and B[t][g], B[t+4][g] (g = lane / 4,
-// t = lane % 4).
+// step 4, pipelined as in step 5, with step 6's main loop: each thread's copies in passes known at compile time,
+// and the next k step's fragments of A loaded before this step's mma.sync. A's fragments come by ldmatrix.x4, which
+// moves 16-bit values but no transpose is needed: an m8n8 .b16 matrix is 8 rows of 16 bytes, 8 rows of 4 floats,
+// and a lane gets row lane / 4, float lane % 4, which is a0..a3 of m16n8k8 .tf32 from the four 8 x 4 quarters of a
+// 16 x 8 tile of A. B's fragment is a column of 32-bit values, which ldmatrix cannot transpose: a lane reads
+// B[t][g] and B[t+4][g] (g = lane / 4, t = lane % 4) with scalar shared loads, in the k step that uses them
+// (232 registers; 255 with both operands double-buffered).
 // Hypothesis: TF32 runs at half of bf16's tensor-core rate on Hopper and moves twice the bytes per value, so
 // this kernel is slower than step 6 in FLOP/s; in exchange it takes fp32 inputs unconverted, with an input
 // rounding error of 2^-11 instead of bf16's 2^-8.
@@ -19,6 +22,7 @@
 #define NI (WN / 8)            // and across it
 #define RA (NT / (BK / 4))     // rows of A one pass of 16-byte copies (4 floats) covers
 #define RB (NT / (BN / 4))     // and k rows of B
+#define KSTEPS (BK / 8)        // 8-deep mma steps a slab
 
 __device__ __forceinline__ unsigned smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
@@ -36,12 +40,20 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N_>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N_) : "memory"); }
 
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
 __device__ __forceinline__ unsigned tf32(float x)
 {
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
     return r;
 }
+
+__device__ __forceinline__ unsigned tf32(unsigned bits) { return tf32(__uint_as_float(bits)); }
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
@@ -83,39 +95,64 @@ tc_tf32(float* C, const float* A, const float* B, int M, int N, int K)
             cp_async16(&Bs[stage][b_dst[pass % 2] + pass * RB * BN], b + (size_t)pass * RB * N);
     };
 
+    // this lane's ldmatrix byte offsets of A in a stage, by k step: lane l points at row l % 16, floats
+    // 4 (l / 16) .. + 3 of the 16 x 8 tile; the swizzle depends on the row only through (row / 2) % 4, the same
+    // for every 16-row tile of the warp's
+    unsigned a_ld[KSTEPS];
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) a_ld[ks] = 4 * a_at(wrow + lane % 16, 8 * ks + (lane / 16) * 4);
+    const unsigned as0 = smem(As);
+
     float acc[MI][NI][4] = {};
+    unsigned a[2][MI][4], b[NI][2];   // two k steps of A's fragments: one multiplied while the next loads
+    auto load_fragments = [&](int buf, int stage, int ks) {
+        const unsigned sa = as0 + stage * (4 * BM * BK) + a_ld[ks];
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+            ldmatrix_x4(a[buf][i], sa + i * (4 * 16 * BK));
+#pragma unroll
+            for (int q = 0; q < 4; ++q) a[buf][i][q] = tf32(a[buf][i][q]);
+        }
+    };
+    auto load_b = [&](int stage, int ks) {
+        const float* bs = Bs[stage];
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+            b[j][0] = tf32(bs[b_at(8 * ks + t, wcol + 8 * j + g)]);
+            b[j][1] = tf32(bs[b_at(8 * ks + t + 4, wcol + 8 * j + g)]);
+        }
+    };
+
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) copy_slab(s, s);
         cp_async_commit();
     }
+    cp_async_wait<STAGES - 2>();   // slab 0 has landed (this thread's copies)
+    __syncthreads();               // everyone's
+    load_fragments(0, 0, 0);
+    int read = 0, write = STAGES - 1;   // the buffers of slab kt and of slab kt + STAGES - 1
     for (int kt = 0; kt < tiles; ++kt) {
-        cp_async_wait<STAGES - 2>();   // slab kt has landed (this thread's copies)
-        __syncthreads();               // everyone's copies of slab kt; everyone is done with slab kt - 1
-        if (kt + STAGES - 1 < tiles) copy_slab((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
-        cp_async_commit();
-        const float* as = As[kt % STAGES];
-        const float* bs = Bs[kt % STAGES];
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 8) {
-            unsigned a[MI][4], b[NI][2];
-#pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                const int r = wrow + 16 * i + g;
-                a[i][0] = tf32(as[a_at(r, kk + t)]);
-                a[i][1] = tf32(as[a_at(r + 8, kk + t)]);
-                a[i][2] = tf32(as[a_at(r, kk + t + 4)]);
-                a[i][3] = tf32(as[a_at(r + 8, kk + t + 4)]);
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            load_b(read, ks);   // before the barrier of a slab's last step: `read` is still slab kt's
+            if (ks == 0) {   // buffer `write` held slab kt - 1, which every warp finished before the last barrier
+                if (kt + STAGES - 1 < tiles) copy_slab(write, kt + STAGES - 1);
+                cp_async_commit();
+                write = write == STAGES - 1 ? 0 : write + 1;
             }
-#pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                b[j][0] = tf32(bs[b_at(kk + t, wcol + 8 * j + g)]);
-                b[j][1] = tf32(bs[b_at(kk + t + 4, wcol + 8 * j + g)]);
+            if (ks == KSTEPS - 1) {   // the next fragments are slab kt + 1's: wait for it, everyone's copies
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                read = read == STAGES - 1 ? 0 : read + 1;
+                if (kt + 1 < tiles) load_fragments((ks + 1) % 2, read, 0);
+            } else {
+                load_fragments((ks + 1) % 2, read, ks + 1);
             }
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
-                for (int j = 0; j < NI; ++j) mma_tf32(acc[i][j], a[i], b[j][0], b[j][1]);
+                for (int j = 0; j < NI; ++j) mma_tf32(acc[i][j], a[ks % 2][i], b[j][0], b[j][1]);
         }
     }
     cp_async_wait<0>();
