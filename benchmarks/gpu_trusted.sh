@@ -23,9 +23,10 @@
 #                                              # course's SQLite gradebook; .whl built with the fleet's packages:
 #                                              # ../shared/device/wheels.sh "celery[redis]==5.7.0" redis==8.1.0 rich==15.0.0 \
 #                                              #   pytest-xdist==3.8.0 (every stage: pytest's addopts name -n)
-#   bash benchmarks/gpu_trusted.sh grading TRACK   # tests/gpu/test_TRACK_gpu.py: every reference and known-wrong
-#                                              # solution through grade_kernel, the track's table and record
-#                                              # (tensorcores and attention each take about 6-7 minutes)
+#   bash benchmarks/gpu_trusted.sh grading TRACK [PYTEST_ARGS...]   # tests/gpu/test_TRACK_gpu.py: every reference
+#                                              # and known-wrong solution through grade_kernel, the track's table
+#                                              # and record (tensorcores and attention each take about 6-7
+#                                              # minutes); PYTEST_ARGS select a part (-k autograde)
 #   bash benchmarks/gpu_trusted.sh grading-parallel TRACK...   # the `grading` stage of each TRACK, each on its own
 #                                              # GPU, in parallel (a 4-GPU machine runs four tracks' GPU tests in
 #                                              # one call; a GPU's tracks one after another)
@@ -164,7 +165,7 @@ case "${1:-cases}" in
     exit $rc ;;
   grading)
     [ -f "tests/gpu/test_${2:-}_gpu.py" ] || { echo "usage: $0 grading TRACK (tests/gpu/test_TRACK_gpu.py)" >&2; exit 2; }
-    run "$2" "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" ;;
+    run "$2" "$2-grading-gpu" 560 -m gpu "tests/gpu/test_$2_gpu.py" "${@:3}" ;;
   grading-parallel)
     shift
     for track in "$@"; do

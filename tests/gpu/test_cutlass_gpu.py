@@ -1,9 +1,9 @@
 """The CUTLASS track on a real GPU (an H100 or H200: sm_90a), and the abstraction ladder's record.
 
 Run on a GPU worker, with CUTLASS's headers installed (``pip install --no-deps nvidia-cutlass==4.2.0.0``):
-``python3 -m pytest -m gpu tests/gpu/test_cutlass_gpu.py -x -q -s`` (``-s`` shows the tables). Nothing here has run on
-a GPU in the change that wrote it: the kernels were compiled against CUTLASS's headers for sm_90a and their SASS read
-on a machine without one (tests/tracks/test_cutlass.py), so these tests are the first to run them.
+``python3 -m pytest -m gpu tests/gpu/test_cutlass_gpu.py -x -q -s`` (``-s`` shows the tables); on the lent GPU,
+``bash benchmarks/gpu_trusted.sh grading cutlass``. The CPU's tests compile every kernel against CUTLASS's headers for
+sm_90a and read its SASS (tests/tracks/test_cutlass.py); only these run them.
 
 - every reference graded as a submission is (sandboxed child, cuBLAS in the kernel's format timed in the same child):
   correct at every check shape, before and after timing; the TFLOP/s, ratio to cuBLAS and points at 4096^3 written to
