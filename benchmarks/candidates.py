@@ -62,13 +62,27 @@ def spec_with(case: Case, folder: Path) -> Path:
         raise ValueError(f"the {case.track} spec has no kernel {case.kernel!r}")
     body, next_table, rest = tail.partition("[[kernel]]")
     for key, value in case.lines.items():
-        body, n = re.subn(rf"^{re.escape(key)} = .*$", lambda _: f"{key} = {value}", body, count=1, flags=re.M)
-        if n == 0:
-            body = body.rstrip("\n") + f"\n{key} = {value}\n\n"
+        body = _set_line(body, key, value)
     path = folder / f"{case.track}-{case.kernel}-{len(list(folder.iterdir()))}.toml"
     path.write_text(head + sep + body + next_table + rest)
     load_spec(path)   # refuses a copy the spec's own checks refuse, before any GPU time
     return path
+
+
+def _set_line(table: str, key: str, value: str) -> str:
+    """``table`` (a spec table's text) with ``key = value`` in place of the key's line (and the lines its bracketed
+    value runs on), or added at its end."""
+    found = re.search(rf"^{re.escape(key)} = ", table, flags=re.M)
+    if not found:
+        return table.rstrip("\n") + f"\n{key} = {value}\n\n"
+    end, depth = found.end(), 0
+    while end < len(table):
+        char = table[end]
+        depth += (char in "[{") - (char in "]}")
+        if char == "\n" and depth == 0:
+            break
+        end += 1
+    return table[:found.start()] + f"{key} = {value}" + table[end:]
 
 
 def grade_case(case: Case, folder: Path, budget_s: float) -> str:

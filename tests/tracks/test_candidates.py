@@ -32,11 +32,17 @@ def test_the_spec_copy_sets_the_kernels_lines_and_keeps_its_references(tmp_path)
     assert copy.kernel("tma").reference.is_absolute()
 
 
+def test_a_value_on_several_lines_is_replaced_whole(tmp_path):
+    maps = '[{ operand = "A", box = ["BK", "TILE_Y"], swizzle = "128B" }, { operand = "B", box = ["BK", 64], swizzle = "128B" }]'
+    kernel = load_spec(spec_with(parse_case(f"hopper:tma;tensor_maps={maps}"), tmp_path)).kernel("tma")
+    assert [m.box for m in kernel.launch.tensor_maps] == [("BK", "TILE_Y"), ("BK", 64)]
+
+
 def test_a_copy_the_spec_refuses_is_refused_before_any_grading(tmp_path):
     with pytest.raises(ValueError, match="no kernel 'nope'"):
         spec_with(parse_case("hopper:nope"), tmp_path)
     with pytest.raises(SpecError):
-        spec_with(parse_case("hopper:pipeline;tensor_maps=[]"), tmp_path)
+        spec_with(parse_case("hopper:pipeline;STAGE=2"), tmp_path)   # a misspelt key
 
 
 def test_one_line_a_case():
