@@ -14,12 +14,12 @@ call only: the baseline moves between calls and cards.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.spec_copies import absolute_text, with_kernel_lines
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import load_spec
 from workshop import records
@@ -54,35 +54,11 @@ def parse_case(text: str) -> Case:
 def spec_with(case: Case, folder: Path) -> Path:
     """A copy of the case's track spec in ``folder`` with its lines set in the kernel's table (a key the table lacks is
     added to it) and every reference made absolute."""
-    spec = load_spec(case.track)
-    text = re.sub(r'^reference = "(.*)"$', lambda m: f'reference = "{(spec.path.parent / m.group(1)).resolve()}"',
-                  spec.path.read_text(), flags=re.M)
-    head, sep, tail = text.partition(f'id = "{case.kernel}"')
-    if not sep:
-        raise ValueError(f"the {case.track} spec has no kernel {case.kernel!r}")
-    body, next_table, rest = tail.partition("[[kernel]]")
-    for key, value in case.lines.items():
-        body = _set_line(body, key, value)
+    text = with_kernel_lines(absolute_text(load_spec(case.track)), case.kernel, case.lines)
     path = folder / f"{case.track}-{case.kernel}-{len(list(folder.iterdir()))}.toml"
-    path.write_text(head + sep + body + next_table + rest)
+    path.write_text(text)
     load_spec(path)   # refuses a copy the spec's own checks refuse, before any GPU time
     return path
-
-
-def _set_line(table: str, key: str, value: str) -> str:
-    """``table`` (a spec table's text) with ``key = value`` in place of the key's line (and the lines its bracketed
-    value runs on), or added at its end."""
-    found = re.search(rf"^{re.escape(key)} = ", table, flags=re.M)
-    if not found:
-        return table.rstrip("\n") + f"\n{key} = {value}\n\n"
-    end, depth = found.end(), 0
-    while end < len(table):
-        char = table[end]
-        depth += (char in "[{") - (char in "]}")
-        if char == "\n" and depth == 0:
-            break
-        end += 1
-    return table[:found.start()] + f"{key} = {value}" + table[end:]
 
 
 def grade_case(case: Case, folder: Path, budget_s: float) -> str:

@@ -37,6 +37,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from benchmarks.spec_copies import absolute_text, with_kernel_lines
 from graders.cuda_engine import sass
 from graders.cuda_engine.grade import grade_kernel
 from graders.cuda_engine.spec import load_spec
@@ -85,24 +86,14 @@ VARIANTS = {"gemm": [
 def spec_for_size(shape, folder: Path, free_warptiling: bool = False, track: str = "gemm") -> Path:
     """A copy of ``track``'s spec whose perf_shape is ``shape`` (kernel references made absolute); with
     ``free_warptiling`` the warp-tiling kernel's block, tile and params may be set when grading."""
-    spec = load_spec(track)
-    text = spec.path.read_text()
+    text = absolute_text(load_spec(track))
     text, n = re.subn(r"^perf_shape = \[.*\]$", f"perf_shape = [{', '.join(map(str, shape))}]", text, flags=re.M)
     if n != 1:
         raise RuntimeError(f"could not find the [assignment] perf_shape line in the {track} spec")
     if free_warptiling:   # and checked at multiples of 256 x 256 x 32, so that 256-row or -column tiles fit
-        head, sep, tail = text.partition('id = "warptiling"')
-        function = spec.kernel("warptiling").function
-        tail, n = re.subn(rf'^(function = "{function}")$', r"\1\nstudent_geometry = true", tail, count=1,
-                          flags=re.M)
-        tail, m = re.subn(r"^check_shapes = .*$",
-                          "check_shapes = [[1024, 1024, 1024], [256, 512, 96], [512, 256, 1056]]", tail, count=1,
-                          flags=re.M)
-        if not sep or n != 1 or m != 1:
-            raise RuntimeError(f"could not find the warp-tiling kernel's function and check_shapes in {spec.path}")
-        text = head + sep + tail
-    text = re.sub(r'^reference = "(.*)"$', lambda m: f'reference = "{(spec.path.parent / m.group(1)).resolve()}"',
-                  text, flags=re.M)
+        text = with_kernel_lines(text, "warptiling", {
+            "student_geometry": "true",
+            "check_shapes": "[[1024, 1024, 1024], [256, 512, 96], [512, 256, 1056]]"})
     path = folder / f"{track}-{label(shape)}{'-free' if free_warptiling else ''}.toml"
     path.write_text(text)
     return path
