@@ -40,9 +40,10 @@
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
 #                                              # against; profiles kernels named like NCU_KERNELS (a regex)
-#   bash benchmarks/gpu_trusted.sh TRACK       # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
+#   bash benchmarks/gpu_trusted.sh TRACK [K]   # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
 #                                              # reference, stub, every known-wrong solution (transpose also: a
-#                                              # correct-but-slow submission and the score/timer forger)
+#                                              # correct-but-slow submission and the score/timer forger); K, a
+#                                              # pytest -k expression, selects a part ("known_wrong")
 # Run from the repo root after `source .whl/prelude.sh`. On the lent H200 bubblewrap is an unpacked .deb:
 # carry `.debs` (made here with `apt-get download bubblewrap`, and for `fleet` also
 # `apt-get download redis-server redis-tools libjemalloc2 liblzf1`) and this script unpacks it.
@@ -208,7 +209,7 @@ case "${1:-cases}" in
       tests/gpu/test_transpose_nbgrader_gpu.py -k transpose ;;
   *)
     [ -d "tracks/$1" ] || { echo "usage: $0 cases|TRACK" >&2; exit 2; }
-    run "$1" "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1" ;;
+    run "$1" "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1${2:+ and ($2)}" ;;
 esac
 # the nbgrader runs' records this run wrote (a first-runs stage's tests had a $OUT of their own, left behind)
 [ -n "$OUT" ] && find benchmarks/results -name "*-nbgrader-gpu-*.json" -newer "$started" -exec cp {} "$OUT"/ \;

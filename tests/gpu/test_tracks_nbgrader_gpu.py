@@ -13,6 +13,7 @@ import pytest
 
 from gradebook.summary import cell_scores
 from graders import tracks
+from graders.ladder import rung_of
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from workshop.course import Autograding, Course, nbgrader, stderr_text
@@ -62,7 +63,10 @@ def test_the_reference_feedback_shows_each_kernels_numbers_and_the_chart(grading
     page = (course.root / "feedback" / "reference" / course.assignment / f"{course.assignment}.html").read_text()
     kernels = load_spec(course.assignment).kernels
     assert page.count("workshop-timing") == len(kernels), page.count("workshop-timing")
-    assert page.count('src="data:image/png;base64,') == 1
+    # the worklog's chart, and a table and chart for each kernel that is a rung of the abstraction ladder (CUTLASS's)
+    rungs = sum(rung_of(course.assignment, kid) is not None for kid in kernels)
+    assert page.count('src="data:image/png;base64,') == 1 + rungs
+    assert page.count("workshop-ladder") == rungs
     # the precision table, where the track's kinds name their number format (the tensor-core worklog)
     formats = any(problem(k.kind).precision for k in kernels.values())
     assert page.count("workshop-precision") == (1 if formats else 0)
