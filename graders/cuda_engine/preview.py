@@ -81,6 +81,8 @@ EMULATED_PTX = {
     "sub_f16x2": r"^sub(\.rn)?\.f16x2 ",
     "f16x2_to_float2": (r"^\{ \.reg \.f16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.f32\.f16 %0, \1; "
                         r"cvt\.f32\.f16 %1, \2; \}$"),
+    "e4m3_to_f16x2": (r"^\{ \.reg \.b16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.rn\.f16x2\.e4m3x2 %0, \1; "
+                      r"cvt\.rn\.f16x2\.e4m3x2 %1, \2; \}$"),
     "load_a": r"^wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.(global|shared)\.bf16 ",
     "load_b": r"^wmma\.load\.b\.sync\.aligned\.row\.m16n16k16\.(global|shared)\.bf16 ",
     "mma": r"^wmma\.mma\.sync\.aligned\.row\.row\.m16n16k16\.f32\.bf16\.bf16\.f32 ",

@@ -44,6 +44,11 @@ inline unsigned pack_bf16(float lo, float hi) { return bf16_bits(lo) | bf16_bits
 inline unsigned tf32(float x) { return (__float_as_uint(x) + 0x1000u) & ~0x1fffu; }   // cvt.rna.tf32.f32
 inline float exp2_approx(float x) { return std::exp2(x); }                            // ex2.approx.ftz.f32
 inline float2 f16x2_to_float2(unsigned h) { return make_float2(f16_value(h & 0xffffu), f16_value(h >> 16)); }
+inline void e4m3_to_f16x2(unsigned x, unsigned& lo, unsigned& hi)   // two cvt.rn.f16x2.e4m3x2, exact
+{
+    lo = f16_bits(e4m3_value(x & 0xffu)) | f16_bits(e4m3_value(x >> 8 & 0xffu)) << 16;
+    hi = f16_bits(e4m3_value(x >> 16 & 0xffu)) | f16_bits(e4m3_value(x >> 24)) << 16;
+}
 inline unsigned sub_f16x2(unsigned a, unsigned b)   // sub.f16x2 (.rn): each half's difference, exact in double
 {
     return f16_bits((double)f16_value(a & 0xffffu) - f16_value(b & 0xffffu))
