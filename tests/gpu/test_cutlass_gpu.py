@@ -12,8 +12,9 @@ sm_90a and read its SASS (tests/tracks/test_cutlass.py); only these run them.
 - every known-wrong solution ends in a status of its ``status:`` line with its ``expect:`` points;
 - the ladder's rungs side by side: the fp16 GEMM at 4096^3 in CUDA C++ (the tensor-core worklog's step), Triton,
   CUTLASS and TileLang, each its track's reference graded by its engine (without the sanitizer and ncu); lines of
-  code (as each grader counts them), TFLOP/s and share of cuBLAS in ``benchmarks/results/cutlass/ladder-gemm-<date-time>.json``, the record the feedback's
-  ladder table reads (`graders.ladder`), and its chart.
+  code (as each grader counts them), TFLOP/s and share of cuBLAS in
+  ``benchmarks/results/cutlass/ladder-gemm-<date-time>.json``, the record the feedback's ladder table reads
+  (`graders.ladder`), and its chart.
 
 nbgrader's grading of the reference, the stub (0) and the known-wrong solutions (their ``expect:`` points) is
 tests/gpu/test_tracks_nbgrader_gpu.py's, over every CUDA track: ``-k cutlass``.
