@@ -44,8 +44,10 @@ Each kind names its format (``precision``) and measures a correct output's error
 the child records with every check and the feedback's precision table shows. Each brings the probe of its
 mma.sync (`mma_probe`: back-to-back instructions of its format from registers), which the grading child times
 after the kernel: the kernel's share of that ceiling is reported beside its ratio to cuBLAS, which alone
-scores. For fp8 on sm_90 it times what ptxas makes of the instruction: two fp16 HMMA, four FADD and the
-conversions of the A registers that change every iteration (B's are hoisted out of the loop).
+scores. fp8's is the fp16 instruction: sm_90's mma.sync has no fp8 path, and an e4m3 operand converted to fp16
+pairs (exactly) runs on it at most at the fp16 rate. The m16n8k32 .e4m3 instruction itself is slower there (ptxas
+adds an FADD for each of its accumulators), so a kernel that converts its fragments itself, as the reference does,
+passes it; on a GPU with an fp8 mma.sync (Ada's QMMA) this probe understates the ceiling.
 
 No hardware ceiling (``roof = None``): the FP32 pipes' peak does not bound a tensor-core kernel (cuBLAS bf16
 runs at more than ten times it), and the device reports no tensor-core peak that could be read soundly.
@@ -67,8 +69,7 @@ PROBE_CHAINS = 8             # independent accumulators a warp in the mma.sync p
 # Back-to-back mma.sync of one shape and format (MMA), from registers, no memory traffic in the loop; every shape
 # here takes four A registers, two B registers and four fp32 accumulators. Each chain has B registers of its own
 # and A changes every iteration (two registers, one for each 16-deep half of a k32 product), so that no product
-# is the same as another: sm_90 runs an e4m3 mma.sync as fp16 HMMA into a fresh accumulator and an FADD, and
-# ptxas would compute a repeated product once.
+# is the same as another, which ptxas would compute once.
 PROBE_SOURCE = r"""
 #define CHAINS PROBE_CHAINS
 extern "C" __global__ void probe(float* out, int iterations)
@@ -211,13 +212,15 @@ def _cublas_fp8(out: Tensor, inputs: list[Tensor]) -> None:
                      out=out)
 
 
-def mma_probe(shape: str, types: str) -> InstructionProbe:
+def mma_probe(shape: str, types: str, note: str = "") -> InstructionProbe:
     """The mma.sync ceiling of one format: ``PROBE_SOURCE`` with mma.sync.aligned.<shape>.row.col.<types>, each
-    warp doing PROBE_CHAINS of them (2 m n k FLOPs each) an iteration."""
+    warp doing PROBE_CHAINS of them (2 m n k FLOPs each) an iteration; ``note`` says why this instruction, where it
+    is not the format's own."""
     m, n, k = (int(v) for v in shape[1:].replace("n", " ").replace("k", " ").split())
     instruction = f"mma.sync.aligned.{shape}.row.col.{types}"
     source = PROBE_SOURCE.replace("PROBE_CHAINS", str(PROBE_CHAINS)).replace("MMA", instruction)
-    return InstructionProbe(f"{instruction} (registers only, back to back)", source, PROBE_CHAINS * 2 * m * n * k)
+    return InstructionProbe(f"{instruction} (registers only, back to back{note})", source,
+                            PROBE_CHAINS * 2 * m * n * k)
 
 
 def _gemm(kind: str, make_inputs, c_type: str, reference, baseline, baseline_name: str, precision: str,
@@ -254,4 +257,4 @@ PROBLEMS = [_gemm("bf16gemm", _inputs("bfloat16"), "bf16", _reference, _cublas,
                   mma_probe("m16n8k8", "f32.tf32.tf32.f32")),
             _gemm("fp8gemm", _fp8_inputs, "fp8", _reference, _cublas_fp8,
                   "cuBLAS fp8 GEMM (torch._scaled_mm, e4m3, fp32 out)", "fp8 e4m3 in, fp32 accumulate",
-                  mma_probe("m16n8k32", "f32.e4m3.e4m3.f32"))]
+                  mma_probe("m16n8k16", "f32.f16.f16.f32", "; sm_90 runs e4m3 as fp16 on it"))]
