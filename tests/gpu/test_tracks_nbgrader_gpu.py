@@ -13,9 +13,9 @@ import pytest
 
 from gradebook.summary import cell_scores
 from graders import tracks
-from graders.ladder import rung_of
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
+from graders.ladder import rung_of
 from workshop.course import Autograding, Course, nbgrader, stderr_text
 from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers, wrong_group_answers, wrong_groups

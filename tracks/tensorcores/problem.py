@@ -68,8 +68,8 @@ INPUT_GUARD = 1 << 19        # NaN bf16 values fenced before and after A and B (
 PROBE_CHAINS = 8             # independent accumulators a warp in the mma.sync probe (each hides the others' latency)
 # Back-to-back mma.sync of one shape and format (MMA), from registers, no memory traffic in the loop; every shape
 # here takes four A registers, two B registers and four fp32 accumulators. Each chain has B registers of its own
-# and A changes every iteration (two registers, one for each 16-deep half of a k32 product), so that no product
-# is the same as another, which ptxas would compute once.
+# and A changes every iteration (two of its registers), so that no product is the same as another, which ptxas
+# would compute once.
 PROBE_SOURCE = r"""
 #define CHAINS PROBE_CHAINS
 extern "C" __global__ void probe(float* out, int iterations)
