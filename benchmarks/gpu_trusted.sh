@@ -6,6 +6,9 @@
 #                                              # and GPU children), the include attack through nbgrader (vecadd)
 #   bash benchmarks/gpu_trusted.sh tools       # what a CUDA kernel's grade rests on besides its checks: timing
 #                                              # integrity (cheating kernels), compute-sanitizer, ncu counters
+#   bash benchmarks/gpu_trusted.sh candidates CASE... # benchmarks/candidates.py, each case graded twice (timing only),
+#                                              # the log as <track>-sweep-<date>.log of the first case's track; a
+#                                              # candidate's file travels in the call's carry
 #   bash benchmarks/gpu_trusted.sh regrade TRACK...   # benchmarks/regrade_spread.py for each TRACK (5 regrades of
 #                                              # every reference, 2 s budget), gemm in two halves; the records
 #                                              # feed `workshop targets TRACK RECORD --fraction 0.97 --write`
@@ -99,6 +102,14 @@ case "${1:-cases}" in
   tools)
     run platform tools-gpu 560 -m gpu tests/gpu/test_timing_integrity_gpu.py tests/gpu/test_sanitizer_gpu.py \
       tests/gpu/test_counters_gpu.py ;;
+  candidates)
+    shift
+    [ $# -gt 0 ] || { echo "usage: $0 candidates TRACK:KERNEL[:FILE][;KEY=VALUE]..." >&2; exit 2; }
+    track=${1%%:*} && log=$(logfile "$track" "$track-sweep")
+    WORKSHOP_SANDBOX=off timeout "${STAGE_LIMIT_S:-300}" python3 -m benchmarks.candidates --repeat 2 "$@" > "$log" 2>&1 \
+      || rc=1
+    sed 's/^/[gpu_trusted] /' "$log"
+    exit $rc ;;
   regrade)
     shift
     for track in "$@"; do
