@@ -63,10 +63,10 @@ def parse_size(text: str) -> tuple[int, int, int]:
 # worklog TM x TN outputs per thread is (TILE_Y / BLOCK_Y) x (TILE_X / BLOCK_X); in the tensor-core worklog a
 # warp computes WM x WN of C in (TILE_Y / WM) x (TILE_X / WN) warps, and STAGES slabs of BK = 32 fit 48 KiB.
 VARIANTS = {"gemm": [
-    ((16, 16), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),    # 256 threads, 8 x 16 each (the spec's launch)
+    ((16, 16), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),    # 256 threads, 8 x 16 each
     ((16, 16), (256, 128), {"BK": 16, "WM": 64, "WN": 64}),
     ((16, 16), (256, 128), {"BK": 8, "WM": 32, "WN": 128}),
-    ((32, 8), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),     # 256 threads, 16 x 8 each
+    ((32, 8), (256, 128), {"BK": 8, "WM": 64, "WN": 64}),     # 256 threads, 16 x 8 each (the spec's launch)
     ((32, 16), (256, 128), {"BK": 16, "WM": 64, "WN": 32}),   # 512 threads, 8 x 8 each
     ((16, 8), (128, 128), {"BK": 8, "WM": 64, "WN": 64}),     # 128 threads, 16 x 8 each, 128 x 128 tile
     ((16, 8), (128, 128), {"BK": 8, "WM": 32, "WN": 128}),

@@ -51,7 +51,7 @@ def test_sizes_any_for_kernels_1_to_5_and_multiples_for_6_to_10():
 
 def test_params_become_defines():
     assert SPEC.kernel("smem").geometry.defines()["BK"] == 32
-    assert SPEC.kernel("warptiling").geometry.defines() == {"BLOCK_X": 16, "BLOCK_Y": 16, "TILE_X": 256,
+    assert SPEC.kernel("warptiling").geometry.defines() == {"BLOCK_X": 32, "BLOCK_Y": 8, "TILE_X": 256,
                                                             "TILE_Y": 128, "BK": 8, "WM": 64, "WN": 64}
     assert "BK" not in SPEC.kernel("naive").geometry.defines()
 
@@ -87,7 +87,7 @@ def test_reference_compiles_to_a_cubin_without_spills(kernel_id):
 def test_check_compiles_prints_the_launch_and_params(capsys):
     check_compiles("gemm", "warptiling", SPEC.kernel("warptiling").reference.read_text())
     out = capsys.readouterr()
-    assert "Launched as <<<grid, (16, 16)>>>, a 256 x 128 tile per block, BK = 8, WM = 64, WN = 64." in out.out
+    assert "Launched as <<<grid, (32, 8)>>>, a 256 x 128 tile per block, BK = 8, WM = 64, WN = 64." in out.out
     assert out.err == ""
 
 
