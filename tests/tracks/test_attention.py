@@ -67,13 +67,22 @@ def test_known_wrong_solution_compiles_unless_it_is_the_compile_error_and_expect
 
 # ---- row softmax ----------------------------------------------------------------------------------------
 
-def test_softmax_inputs_hold_rows_that_overflow_and_rows_that_underflow_without_the_max():
-    (x,) = attention.softmax_logits((64, 257), generator())
-    assert float(x.max()) > 89 and bool((x.amax(dim=1) < -104).any())
+@pytest.mark.parametrize("shape", [(64, 257), (4, 1000), (2, 3), (1, 1)])
+def test_softmax_inputs_hold_rows_that_overflow_and_rows_that_underflow_without_the_max(shape):
+    (x,) = attention.softmax_logits(shape, generator())
+    assert float(x[0].min()) > 89 and (shape[0] < 2 or float(x[1].max()) < -104)   # the first two rows, always
     naive = torch.exp(x) / torch.exp(x).sum(dim=1, keepdim=True)   # no max subtracted: inf/inf and 0/0
     expected = attention.softmax_reference([x])
-    assert "NaN" in attention.softmax_mismatch(naive, expected)
+    assert "of them NaN" in attention.softmax_mismatch(naive, expected)
     assert attention.softmax_mismatch(torch.softmax(x, dim=1), expected) == ""
+
+
+def test_softmax_mismatch_counts_the_nans_where_the_first_wrong_value_is_not_one():
+    expected = torch.full((2, 4), 0.25, dtype=torch.float64)
+    out = expected.float()
+    out[0, 1], out[1, 2], out[1, 3] = 0.0, math.nan, math.nan
+    assert attention.softmax_mismatch(out, expected).startswith("3 of 8 probabilities")
+    assert "first at out[0][1]: expected 0.25, got 0; 2 of them NaN" in attention.softmax_mismatch(out, expected)
 
 
 def test_softmax_tolerance_at_its_edge():

@@ -65,12 +65,17 @@ SOFTMAX_ATOL = 1e-37
 
 def softmax_logits(shape: Shape, gen: Any) -> list[Tensor]:
     """Row r: N(0, 1) x a scale of 1, 10 or 100, shifted by a constant in [-300, 300]: rows whose largest
-    logit is hundreds (exp overflows) or whose every logit is hundreds below zero (every exp underflows)."""
+    logit is hundreds (exp overflows) or whose every logit is hundreds below zero (every exp underflows). The
+    first row is always of the first sort and the second of the second (scale 1, shift in [200, 300] and in
+    [-300, -200]), so that a kernel which skips the max makes NaN at every shape, not only at most."""
     import torch
     rows, cols = shape
     x = torch.randn(shape, generator=gen, device=gen.device, dtype=torch.float32)
     scale = 10.0 ** torch.randint(0, 3, (rows, 1), generator=gen, device=gen.device).float()
     shift = torch.rand((rows, 1), generator=gen, device=gen.device) * 600 - 300
+    extreme = torch.rand(2, generator=gen, device=gen.device) * 100 + 200
+    scale[:2] = 1.0
+    shift[:2, 0] = (extreme * torch.tensor([1.0, -1.0], device=gen.device))[:rows]
     return [x * scale + shift]
 
 
@@ -81,17 +86,18 @@ def softmax_reference(inputs: list[Tensor]) -> Tensor:
 
 def softmax_mismatch(out: Tensor, expected: Tensor) -> str:
     """'' if every fp32 probability is within SOFTMAX_RTOL of the float64 one (SOFTMAX_ATOL for ones below
-    fp32's range), else how many are not and the first."""
+    fp32's range), else how many are not, the first, and how many of them are NaN."""
     import torch
     bad = torch.isnan(out) | ~((out.double() - expected).abs() <= SOFTMAX_RTOL * expected + SOFTMAX_ATOL)
     count = int(bad.sum())
     if not count:
         return ""
     r, c = (int(i) for i in bad.nonzero()[0])
-    got = float(out[r, c])
-    never = " (NaN: never written, or inf/inf: was the row's max subtracted?)" if math.isnan(got) else ""
+    nans = int(torch.isnan(out).sum())
+    why = (f"; {nans} of them NaN (never written, or inf/inf and 0/0: was the row's max subtracted?)" if nans
+           else "")
     return (f"{count} of {out.numel()} probabilities outside fp32 softmax's tolerance (relative {SOFTMAX_RTOL:g}); "
-            f"first at out[{r}][{c}]: expected {float(expected[r, c]):.9g}, got {got:.9g}{never}")
+            f"first at out[{r}][{c}]: expected {float(expected[r, c]):.9g}, got {float(out[r, c]):.9g}{why}")
 
 
 ROW_SOFTMAX = Problem(
