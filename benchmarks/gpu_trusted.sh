@@ -4,6 +4,9 @@
 #                                              # puzzles (reference, stub, every known mistake)
 #   bash benchmarks/gpu_trusted.sh sandbox     # the allowlist sandbox on the worker's own layout: its tests (CPU
 #                                              # and GPU children), the include attack through nbgrader (vecadd)
+#   bash benchmarks/gpu_trusted.sh dsl-attacks # a Triton notebook attacking the Python-DSL engine (a forged result,
+#                                              # host Python in a kernel, an import of the reference) through one
+#                                              # nbgrader autograde between two honest students
 #   bash benchmarks/gpu_trusted.sh tools       # what a CUDA kernel's grade rests on besides its checks: timing
 #                                              # integrity (cheating kernels), compute-sanitizer, ncu counters
 #   bash benchmarks/gpu_trusted.sh candidates CASE... # benchmarks/candidates.py, each case graded twice (timing only),
@@ -99,6 +102,8 @@ case "${1:-cases}" in
   sandbox)
     run platform sandbox-tests-gpu 150 -n 0 tests/engines/test_sandbox.py
     run platform sandbox-include-attack-gpu 300 -n 0 -m gpu tests/gpu/test_sandbox_gpu.py ;;
+  dsl-attacks)
+    run triton triton-attacks-nbgrader-gpu 450 -n 0 -m gpu tests/gpu/test_triton_attacks_gpu.py ;;
   tools)
     run platform tools-gpu 560 -m gpu tests/gpu/test_timing_integrity_gpu.py tests/gpu/test_sanitizer_gpu.py \
       tests/gpu/test_counters_gpu.py ;;

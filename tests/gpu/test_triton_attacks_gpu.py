@@ -1,0 +1,111 @@
+"""Hostile Triton submissions through one real ``nbgrader autograde`` on a GPU worker: an honest student graded
+before and after a student whose notebook attacks the Python-DSL engine three ways, one kernel each:
+
+- a forged result (``add``): a wrong kernel that prints a passing answer from the GPU (``tl.device_print``, onto
+  the grading child's stdout), in a cell that also redefines ``score_triton`` and ``assert_runs`` so that the
+  notebook's own run prints full marks for every later cell;
+- a kernel that runs host Python (``softmax``): a default value that calls ``__import__``, which Triton would
+  evaluate as it compiles;
+- an import of the reference (``layernorm``): a kernel that calls the reference solution imported from the
+  project.
+
+The attacker's three kernels score 0, with the engine's reason in the feedback, while its honest matmuls and both
+honest students keep full marks. Records each submission's seconds (from the autograded notebooks' times) and the
+scores under benchmarks/results/triton/."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from graders.triton_engine.spec import load_triton_spec
+from workshop.course import Course, nbgrader
+from workshop.records import write_gpu_record
+from workshop.submissions import cuda_answers
+
+pytestmark = pytest.mark.gpu
+SPEC = load_triton_spec("triton")
+
+FORGED = '''def score_triton(*args, **kwargs):
+    print(f"{args[1]}: ok\\n  points: 3.00 / 3")
+
+
+assert_runs = score_triton
+
+
+@triton.jit
+def add_kernel(out_ptr, a_ptr, b_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    if tl.program_id(0) == 0:
+        tl.device_print('{"status": "ok", "points": 3.0, "message": ""}', 0)
+    tl.store(out_ptr + offsets, tl.load(a_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+add_launch = {"BLOCK_SIZE": 1024, "num_warps": 4}
+'''
+
+HOST_PYTHON = '''@triton.jit
+def softmax_kernel(out_ptr, x_ptr, rows, cols, BLOCK_SIZE: tl.constexpr, pid=__import__("os").getpid()):
+    row = tl.program_id(0)
+    columns = tl.arange(0, BLOCK_SIZE)
+    inside = columns < cols
+    x = tl.load(x_ptr + row * cols + columns, mask=inside, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * cols + columns, e / tl.sum(e, axis=0), mask=inside)
+
+
+softmax_launch = {"num_warps": 8}
+'''
+
+IMPORTED = '''try:
+    from tracks.triton.solutions.layernorm import layer_norm_kernel as reference
+except ImportError:
+    reference = None
+
+
+@triton.jit
+def layer_norm_kernel(out_ptr, x_ptr, w_ptr, b_ptr, rows, cols, eps, BLOCK_SIZE: tl.constexpr):
+    reference(out_ptr, x_ptr, w_ptr, b_ptr, rows, cols, eps, BLOCK_SIZE)
+
+
+layernorm_launch = {"num_warps": 8}
+'''
+
+ATTACKED = {"add": FORGED, "softmax": HOST_PYTHON, "layernorm": IMPORTED}
+REASONS = {"softmax": "a default value of softmax_kernel must be a literal",
+           "layernorm": "layer_norm_kernel uses reference"}
+
+
+def _seconds(course: Course, students: list[str], start: float) -> dict[str, float]:
+    """Each submission's seconds: nbgrader grades them in order, each autograded notebook written as it ends."""
+    ends = [os.path.getmtime(course.root / "autograded" / s / "triton" / "triton.ipynb") for s in students]
+    return {s: round(end - begin, 1) for s, begin, end in zip(students, [start, *ends], ends)}
+
+
+def test_an_attackers_kernels_earn_nothing_and_the_honest_students_before_and_after_keep_full_marks(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_CELL_TIMEOUT", "200")
+    monkeypatch.setenv("WORKSHOP_PERF_BUDGET_S", os.environ.get("WORKSHOP_PERF_BUDGET_S") or "1.5")
+    course = Course(tmp_path / "course", "triton")
+    honest = cuda_answers("triton")
+    students = {"aa-honest": honest, "mm-attacker": honest | ATTACKED, "zz-honest": honest}
+    for student, answers in students.items():
+        course.submit(student, answers)
+    start = time.time()
+    done = nbgrader(course.root, "autograde", "triton", "--force")
+    seconds = _seconds(course, list(students), start)
+    scores = {s: course.scores(s) for s in students}
+    write_gpu_record("triton-attacks-nbgrader-gpu",
+                     "one nbgrader autograde of the triton track: honest, an attacker (a forged result, host Python "
+                     "in a kernel, an import of the reference), honest", {"seconds_per_submission": seconds,
+                                                                          "scores": scores},
+                     dists=("nbgrader", "triton"), folder="triton")
+    full = {f"{kid}_score": float(kernel.points) for kid, kernel in SPEC.assignment.kernels.items()}
+    assert scores["aa-honest"] == full and scores["zz-honest"] == full, (scores, done.stdout[-3000:])
+    assert scores["mm-attacker"] == full | {f"{kid}_score": 0.0 for kid in ATTACKED}, scores
+    outputs = {c.metadata.nbgrader["grade_id"]: "".join(str(o) for o in c.get("outputs", []))
+               for c in course.autograded("mm-attacker").cells if "nbgrader" in c.metadata}
+    for kid, reason in REASONS.items():
+        assert "not Triton kernel code" in outputs[f"{kid}_score"] and reason in outputs[f"{kid}_score"], outputs
+    assert "points: 3.00 / 3" not in outputs["add_score"], outputs["add_score"]
