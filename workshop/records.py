@@ -51,11 +51,26 @@ def grading_code(root: Path = PACKAGE_ROOT) -> str:
 def measured_files(track: str, root: Path = PACKAGE_ROOT) -> list[Path]:
     """What a track's measurements depend on: the grader modules its grading child imports (read from their
     import statements, also those inside functions: `_imported`), the track's ``problem.py`` and
-    ``solutions/`` (the references measured), and its spec."""
+    ``solutions/`` (the references measured), its spec, and the ``problem.py`` of every other track whose
+    problem kinds the spec names (`_kind_sources`: a Triton softmax is graded on the attention track's kind)."""
     engine = tracks.get(track).engine
     modules = _imported(["graders.sandbox.child", f"graders.{engine}_engine.child"], root)
     folder = root / "tracks" / track
-    return sorted(modules) + [folder / "problem.py", *sorted(folder.glob("solutions/*.*")), folder / "spec.toml"]
+    kinds = sorted(root / "tracks" / name / "problem.py" for name in _kind_sources(track) if name != track)
+    return sorted(modules) + [folder / "problem.py", *sorted(folder.glob("solutions/*.*")), folder / "spec.toml",
+                              *kinds]
+
+
+def _kind_sources(track: str) -> set[str]:
+    """The tracks whose ``problem.py`` defines a kind that ``track``'s spec names (`graders.cuda_engine.problems`:
+    the kinds a spec of its engine may name)."""
+    from graders.cuda_engine.problems import KIND_SOURCES
+    found = tracks.get(track)
+    if found.engine not in KIND_SOURCES:
+        return set()
+    named = {kernel.get("kind") for kernel in tomllib.loads(found.spec_path.read_text()).get("kernel", [])}
+    return {source.name for engine in KIND_SOURCES[found.engine] for source, module in tracks.problem_modules(engine)
+            if named & {problem.kind for problem in getattr(module, "PROBLEMS", ())}}
 
 
 def measurement_code(track: str, root: Path = PACKAGE_ROOT) -> str:

@@ -13,7 +13,8 @@ from graders import tracks
 from graders.cuda_engine.spec import load_spec
 from graders.settings import RESULTS, ROOT
 from workshop import records, targets
-from workshop.records import WORKLOGS, grading_code, measurement_code, new_gemm_record, warptiling_goal_line
+from workshop.records import (WORKLOGS, grading_code, measured_files, measurement_code, new_gemm_record,
+                              warptiling_goal_line)
 
 
 @pytest.mark.parametrize("track, goal", [("gemm", "93.7%"), ("tensorcores", "50.0%")])
@@ -73,8 +74,8 @@ def test_measured_targets_rest_on_records_of_the_current_measuring_code():
 
 # The specs whose targets still wait for their measurement on the grading GPU (issue 29). Only ever remove a track
 # from this set, when `workshop targets --write` has measured it; once it is empty, every timed spec is measured.
-AWAITING_MEASUREMENT = {"attention", "capstone", "debugging", "gemm", "kernelbench", "nvfp4", "serving",
-                        "transpose", "vecadd"}
+AWAITING_MEASUREMENT = {"attention", "capstone", "debugging", "gemm", "kernelbench", "nvfp4", "serving", "tilelang",
+                        "transpose", "triton", "vecadd"}
 
 
 def test_no_spec_is_provisional_but_those_awaiting_their_measurement():
@@ -117,6 +118,19 @@ def test_the_measurement_code_follows_what_a_measurement_depends_on(tmp_path):
         assert measurement_code("vecadd", root) != before
         before = measurement_code("vecadd", root)
 
+
+def test_a_kind_another_track_defines_counts_in_the_measurement_code(tmp_path):
+    """A Triton softmax is graded on the attention track's row_softmax: that track's problem.py (its inputs, its
+    check) is part of what the Triton track's targets were measured with, and a GEMM track's kinds are its own."""
+    root = tmp_path
+    shutil.copytree(ROOT / "graders", root / "graders", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("triton", "attention", "vecadd"):
+        shutil.copytree(ROOT / "tracks" / name, root / "tracks" / name)
+    before = measurement_code("triton", root)
+    problem = root / "tracks/attention/problem.py"
+    problem.write_text(problem.read_text() + "\n# the row softmax's inputs, changed\n")
+    assert measurement_code("triton", root) != before
+    assert not any("attention" in str(path) for path in measured_files("tensorcores"))
 
 # benchmarks/results/<track>/, and platform/ for what is not one track's
 FOLDERS = {*(track.name for track in tracks.all_tracks()), "platform"}
