@@ -11,8 +11,8 @@
 // The graded launch: 32 x 8 threads on a 128 x 256 tile (16 x 8 outputs a thread, 128 accumulators; the
 // registers then fit one block per SM), BK = 8, warp tiles of 64 x 64, a warp's lanes in 4 rows of 8. (16 x 16
 // threads, 8 x 16 outputs each and lanes in 8 rows of 4, ran at 0.909 of cuBLAS where this launch ran at 0.937,
-// on an H100.) With up to 8 x 8 outputs a thread and
-// 256 threads the kernel asks for two blocks per SM (at most 128 registers a thread) instead.
+// on an H100.) With up to 8 x 8 outputs a thread and 256 threads the kernel asks for two blocks per SM (at most 128
+// registers a thread) instead.
 // Assumes M a multiple of the tile's 128 rows, N of its 256 columns and K of BK.
 #define BM TILE_Y
 #define BN TILE_X
