@@ -56,9 +56,9 @@ def measured_files(track: str, root: Path = PACKAGE_ROOT) -> list[Path]:
     engine = tracks.get(track).engine
     modules = _imported(["graders.sandbox.child", f"graders.{engine}_engine.child"], root)
     folder = root / "tracks" / track
-    kinds = sorted(root / "tracks" / name / "problem.py" for name in _kind_sources(track) if name != track)
+    borrowed = sorted(root / "tracks" / name / "problem.py" for name in _kind_sources(track) if name != track)
     return sorted(modules) + [folder / "problem.py", *sorted(folder.glob("solutions/*.*")), folder / "spec.toml",
-                              *kinds]
+                              *borrowed]
 
 
 def _kind_sources(track: str) -> set[str]:

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from graders.triton_engine.spec import load_triton_spec
-from workshop.course import Course, nbgrader
+from workshop.course import Autograding, Course, nbgrader
 from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers
 
@@ -104,9 +104,8 @@ def test_an_attackers_kernels_earn_nothing_and_the_honest_students_before_and_af
     full = {f"{kid}_score": float(kernel.points) for kid, kernel in SPEC.assignment.kernels.items()}
     assert scores["aa-honest"] == full and scores["zz-honest"] == full, (scores, done.stdout[-3000:])
     assert scores["mm-attacker"] == full | {f"{kid}_score": 0.0 for kid in ATTACKED}, scores
-    outputs = {c.metadata.nbgrader.get("grade_id"): " ".join(   # the report's lines are wrapped: one space
-                   " ".join(o.get("text", "") + " " + o.get("evalue", "") for o in c.get("outputs", [])).split())
-               for c in course.autograded("mm-attacker").cells if "nbgrader" in c.metadata}
+    outputs = {gid: " ".join(" ".join(o.get("text", "") + " " + o.get("evalue", "") for o in cell).split())
+               for gid, cell in Autograding(course).test_cell_outputs("mm-attacker").items()}   # lines unwrapped
     for kid, reason in REASONS.items():
         assert "not Triton kernel code" in outputs[f"{kid}_score"] and reason in outputs[f"{kid}_score"], outputs
     assert "points: 3.00 / 3" not in outputs["add_score"], outputs["add_score"]

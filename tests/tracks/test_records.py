@@ -132,6 +132,7 @@ def test_a_kind_another_track_defines_counts_in_the_measurement_code(tmp_path):
     assert measurement_code("triton", root) != before
     assert not any("attention" in str(path) for path in measured_files("tensorcores"))
 
+
 # benchmarks/results/<track>/, and platform/ for what is not one track's
 FOLDERS = {*(track.name for track in tracks.all_tracks()), "platform"}
 CITING = ["README.md", "docs/**/*.md", "tracks/*/README.md", "tracks/*/spec.toml", "docker/README.md",
