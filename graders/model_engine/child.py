@@ -24,6 +24,12 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    return when their result is written. Every timed output of the submission is copied out after its timer
    stopped and checked afterwards against the reference on the same inputs, so a call that is fast because it
    is wrong is found. The medians give the speed-ups (reference / submission), KernelBench's fast_p inputs.
+
+The answer's ``phases`` has the seconds of each phase that ran (`Clock`), for the TA's autograde log and
+`benchmarks.grading_time`: ``setup`` (torch imported, the reference built on the device: CUDA's start), ``load`` (the
+cell run, the model built), ``trials`` (a Triton kernel's first compile is in its first call), ``timing`` (the
+submission's timed calls and their checks), ``eager``, and ``compile`` (torch.compile's compile, in its warm-up
+calls, and its timed calls).
 """
 from __future__ import annotations
 
@@ -251,12 +257,32 @@ class Judge:
         return {"median_s": statistics.median(seconds), "min_s": min(seconds), "runs": runs}
 
 
+class Clock:
+    """Seconds of each phase into ``phases`` (name -> seconds, 3 decimals): `begin` ends the running phase and
+    starts the next; `end` ends the running one (a failed phase keeps the seconds it ran)."""
+
+    def __init__(self, phases: dict, first: str):
+        self.phases, self.running, self._since = phases, first, time.monotonic()
+
+    def begin(self, name: str) -> None:
+        self.end()
+        self.running = name
+
+    def end(self) -> None:
+        now = time.monotonic()
+        if self.running:
+            self.phases[self.running] = round(now - self._since, 3)
+        self.running, self._since = "", now
+
+
 def handle(request: dict) -> dict:
+    phases: dict = {}
+    clock = Clock(phases, "setup")
     spec = load_model_spec(request["spec_path"])
     problem = spec.problem(request["problem_id"])
     seed = int(request["seed"])
     device = request.get("device", "cuda")
-    result: dict = {"problem_id": problem.id, "seed": seed, "device": device}
+    result: dict = {"problem_id": problem.id, "seed": seed, "device": device, "phases": phases}
     import torch
     if device == "cuda" and not torch.cuda.is_available():
         return result | {"status": Status.NO_GPU, "message": "the grading process found no CUDA GPU"}
@@ -264,13 +290,17 @@ def handle(request: dict) -> dict:
     judge = Judge(torch, problem, namespace, device, seed)
     trials, runs = int(request.get("trials", spec.trials)), int(request.get("timed_runs", spec.timed_runs))
     try:
+        clock.begin("load")
         model = judge.build(load_submission(request["source"]))
+        clock.begin("trials")
         for n in range(trials):
             judge.trial(model, n)
+        clock.end()
         result["trials"] = trials
         if request.get("mode") == "check":
             return result | {"status": Status.OK, "message": ""}
         first = trials
+        clock.begin("timing")
         try:
             timing = {"submission": judge.time(model, first, runs, check=True)}
         except Failed:
@@ -278,13 +308,18 @@ def handle(request: dict) -> dict:
         except Exception as exc:
             raise Failed(Status.KERNEL_ERROR, f"while timed: {type(exc).__name__}: {exc}") from None
     except Failed as exc:
+        clock.end()
         return result | {"status": exc.status, "message": str(exc)}
+    clock.begin("eager")
     timing["eager"] = judge.time(judge.reference, first, runs, check=False)
+    clock.end()
     if request.get("compile"):
+        clock.begin("compile")
         try:
             timing["compile"] = judge.time(torch.compile(judge.reference), first, runs, check=False)
         except Exception as exc:   # the baseline is missing, not the submission wrong
             timing["compile_error"] = f"{type(exc).__name__}: {exc}"
+        clock.end()
     mine = timing["submission"]["median_s"]
     timing["speedup"] = {base: timing[base]["median_s"] / mine for base in ("eager", "compile") if base in timing}
     return result | {"status": Status.OK, "message": "", "timing": timing}

@@ -4,7 +4,8 @@
   `graders.model_engine.source`) to one fresh `graders.model_engine.child` process: correctness over the spec's
   trials, then the submission, the eager reference and ``torch.compile`` of the reference timed in the same
   child. It returns a `graders.result.GradeResult`: points for a correct submission, performance points by its
-  speed-up over ``torch.compile`` between the problem's floor and target, and ``details["fast_p"]``.
+  speed-up over ``torch.compile`` between the problem's floor and target, ``details["fast_p"]``, and
+  ``details["phases"]`` (the child's phases, `graders.model_engine.child`, and its start around them).
 - `score_model` is the hidden test (`graders.hidden_tests`): the report, and the points or `KernelFailed`.
 - `fast_p` is KernelBench's fast_p of a set of results: the share that is correct and at least ``p`` times as
   fast as the baseline.
@@ -25,12 +26,14 @@ nbgrader path on a machine without a GPU).
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from pathlib import Path
 
 from graders import settings
-from graders.cuda_engine.grade import KernelFailed, _child_env, assert_checked, refuse_starved, say_checked
+from graders.cuda_engine.grade import (KernelFailed, _child_env, assert_checked, child_phases, refuse_starved,
+                                      say_checked)
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import NOT_WRITTEN, hidden_test
 from graders.model_engine.source import ModelSource, ModelSourceError, model_from_class
@@ -143,7 +146,8 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str |
     limit = timeout_s or settings.perf_budget_s(spec.time_budget_s) + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda",
                       memory_bytes=MEMORY_BYTES, forked=device == "cpu")
-    return result_from_child(child, spec, problem, limit, seed)
+    result = result_from_child(child, spec, problem, limit, seed)
+    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
 
 
 def report(result: GradeResult) -> str:

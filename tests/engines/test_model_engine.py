@@ -152,6 +152,9 @@ def test_each_reference_is_right_and_timed_on_the_cpu(problem_id):
     timing = result.details["timing"]
     assert timing["submission"]["runs"] == QUICK["timed_runs"] and set(timing["speedup"]) == {"eager"}
     assert set(result.details["fast_p"]["eager"]) == {"1.0", "1.5"}
+    phases = result.details["phases"]   # each phase that ran, in order, and the child's start around them
+    assert list(phases) == ["setup", "load", "trials", "timing", "eager", "child_start"], phases
+    assert all(s >= 0 for s in phases.values()) and sum(phases.values()) <= result.details["seconds"] + 0.01
 
 
 def test_fast_p_is_the_share_of_results_correct_and_at_least_p_times_as_fast():
@@ -254,3 +257,4 @@ def test_a_model_that_asks_for_more_memory_than_its_cap_fails_alone(monkeypatch)
     hog = _cell(f"return x + len([0] * {(3 << 30) // 8})")
     result = grade_model("kernelbench", "relu", ModelSource(hog), **QUICK)
     assert result.status == Status.KERNEL_ERROR and "MemoryError" in result.message, result.message
+    assert list(result.details["phases"]) == ["setup", "load", "trials", "child_start"]   # it failed in a trial
