@@ -45,18 +45,8 @@ def add_kernel(out_ptr, a_ptr, b_ptr, n, BLOCK_SIZE: tl.constexpr):
 add_launch = {"BLOCK_SIZE": 1024, "num_warps": 4}
 '''
 
-HOST_PYTHON = '''@triton.jit
-def softmax_kernel(out_ptr, x_ptr, rows, cols, BLOCK_SIZE: tl.constexpr, pid=__import__("os").getpid()):
-    row = tl.program_id(0)
-    columns = tl.arange(0, BLOCK_SIZE)
-    inside = columns < cols
-    x = tl.load(x_ptr + row * cols + columns, mask=inside, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row * cols + columns, e / tl.sum(e, axis=0), mask=inside)
-
-
-softmax_launch = {"num_warps": 8}
-'''
+# The honest softmax with one more parameter, whose default Triton would evaluate as it compiles: host Python
+HOST_PYTHON = ("BLOCK_SIZE: tl.constexpr)", 'BLOCK_SIZE: tl.constexpr, pid=__import__("os").getpid())')
 
 IMPORTED = '''try:
     from tracks.triton.solutions.layernorm import layer_norm_kernel as reference
@@ -72,7 +62,6 @@ def layer_norm_kernel(out_ptr, x_ptr, w_ptr, b_ptr, rows, cols, eps, BLOCK_SIZE:
 layernorm_launch = {"num_warps": 8}
 '''
 
-ATTACKED = {"add": FORGED, "softmax": HOST_PYTHON, "layernorm": IMPORTED}
 REASONS = {"softmax": "a default value of softmax_kernel must be a literal",
            "layernorm": "layer_norm_kernel uses reference"}
 
@@ -89,7 +78,10 @@ def test_an_attackers_kernels_earn_nothing_and_the_honest_students_before_and_af
     monkeypatch.setenv("WORKSHOP_PERF_BUDGET_S", os.environ.get("WORKSHOP_PERF_BUDGET_S") or "1.5")
     course = Course(tmp_path / "course", "triton")
     honest = cuda_answers("triton")
-    students = {"aa-honest": honest, "mm-attacker": honest | ATTACKED, "zz-honest": honest}
+    host_python = honest["softmax"].replace(*HOST_PYTHON, 1)
+    assert host_python != honest["softmax"], "the honest softmax's signature changed: HOST_PYTHON adds nothing"
+    attacks = {"add": FORGED, "softmax": host_python, "layernorm": IMPORTED}
+    students = {"aa-honest": honest, "mm-attacker": honest | attacks, "zz-honest": honest}
     for student, answers in students.items():
         course.submit(student, answers)
     start = time.time()
@@ -103,7 +95,7 @@ def test_an_attackers_kernels_earn_nothing_and_the_honest_students_before_and_af
                      dists=("nbgrader", "triton"), folder="triton")
     full = {f"{kid}_score": float(kernel.points) for kid, kernel in SPEC.assignment.kernels.items()}
     assert scores["aa-honest"] == full and scores["zz-honest"] == full, (scores, done.stdout[-3000:])
-    assert scores["mm-attacker"] == full | {f"{kid}_score": 0.0 for kid in ATTACKED}, scores
+    assert scores["mm-attacker"] == full | {f"{kid}_score": 0.0 for kid in attacks}, scores
     outputs = {gid: " ".join(" ".join(o.get("text", "") + " " + o.get("evalue", "") for o in cell).split())
                for gid, cell in Autograding(course).test_cell_outputs("mm-attacker").items()}   # lines unwrapped
     for kid, reason in REASONS.items():
