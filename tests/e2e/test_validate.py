@@ -35,7 +35,9 @@ MODEL = "kernelbench"   # the model tracks too (graders/model_engine/notebook.py
 # A CUDA track's reference notebook runs the CPU preview of every reference kernel, which tests/tracks/
 # test_cpu_preview.py (and each track's own tests) run too: one CUDA track's reference goes through nbgrader validate
 # here, and its wrong kernel among the references (only that kernel's cells fail); every other CUDA track's stub, and
-# its wrong kernel among the release's stubs (its cells fail with NVRTC's line, the others are not written yet).
+# its wrong kernel among the release's stubs (its cells fail with NVRTC's line, the others are not written yet). The
+# TileLang track likewise: its check compiles each reference (about 25 s here in all), as
+# tests/engines/test_tilelang_engine.py does.
 CUDA_REFERENCE = "transpose"
 # The CUTLASS track's cells go through the CUDA tracks' check and graded cells, each CuTe kernel 7-25 s to compile:
 # its check cell against the headers is tested in tests/tracks/test_cutlass.py, its released stub through nbgrader in
@@ -84,8 +86,7 @@ def _wrong(track: tracks.Track) -> tuple[dict[str, str], str]:
             tracks.graded_kernel(path)
     path = track.solutions / "wrong" / "compile_error.cu"
     kernel = tracks.graded_kernel(path)
-    answers = submissions.cuda_answers(track.name, {kernel: path.read_text()})
-    return (answers if track.name == CUDA_REFERENCE else {kernel: answers[kernel]}), kernel
+    return submissions.cuda_answers(track.name, {kernel: path.read_text()}), kernel
 
 
 def _roofline_answers(track: tracks.Track) -> dict[str, str]:
@@ -123,9 +124,9 @@ def test_validate_fails_the_stub_and_one_wrong_kernel_and_passes_the_reference(c
                          else _roofline_answers(track) if track.engine == "roofline"
                          else submissions.cuda_answers(track.name))
     jobs = [("stub", {}), ("wrong", answers), ("reference", reference_answers)]
-    among_stubs = track.engine == "cuda" and track.name != CUDA_REFERENCE   # its wrong kernel (`_wrong`)
+    among_stubs = track.engine in ("cuda", "tilelang") and track.name != CUDA_REFERENCE   # see CUDA_REFERENCE
     if among_stubs:
-        jobs.pop()
+        jobs[1:] = [("wrong", {kernel: answers[kernel]})]
     stub, wrong, *reference = _validate(course, track, *jobs)
 
     # a release that keeps its kernels, sabotaged (the debugging track's), fails on its answers only: they compile
