@@ -53,7 +53,7 @@ ignored .whl-tilelang
 ignored .whl-tilelang-deps
 download .whl-tilelang tilelang==0.1.15
 cp .whl/nvidia_cutlass-*.whl .whl/nvidia_cuda_cccl-*.whl .whl-tilelang/
-download .whl-tilelang-deps apache-tvm-ffi==0.1.12 z3-solver==4.15.4.0 ml-dtypes==0.7.0 torch-c-dlpack-ext==0.1.5 \
+download .whl-tilelang-deps apache-tvm-ffi==0.1.12 z3-solver==4.15.4.0 ml-dtypes==0.6.0 torch-c-dlpack-ext==0.1.5 \
   cloudpickle==3.1.3 tqdm==4.70.1
 for wheel in .whl/*.whl; do
   case "$(basename "$wheel")" in numpy-*|nvidia_cutlass-*|nvidia_cuda_cccl-*) ;; *) cp "$wheel" .whl-tilelang-deps/ ;; esac
