@@ -23,7 +23,7 @@ from workshop.fleet import queue_view
 from workshop.fleet.app import make_app, renew_s, sweep_s
 from workshop.fleet.processes import kill_tree
 
-CLASS = 8   # the class of the two-worker test: two of each kind of submission
+CLASS = 4   # the class of the two-worker test: one of each kind of submission, more than the workers
 # A cell that never ends and ignores interrupts. It sleeps rather than spins: to the grader the same hang (only
 # the wall-clock limit stops it), without a core of the 2-core CI machine busy for the whole limit.
 HANG = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)\n"
@@ -108,7 +108,7 @@ def _wait_running(env: dict[str, str], exclude: str = "") -> dict:
 
 @pytest.mark.slow
 def test_a_class_two_workers_into_postgres(tmp_path, fleet_env, workers, course_template):
-    """`CLASS` submissions (each kind of `fleet_course.KINDS` twice), two simulator workers, a PostgreSQL
+    """`CLASS` submissions (each kind of `fleet_course.KINDS` once), two simulator workers, a PostgreSQL
     gradebook: each graded once, written once, and the totals those of a serial `nbgrader autograde` of the same
     files; nbgrader's export and formgrader read them."""
     url = fleet_env["WORKSHOP_GRADEBOOK_URL"]
