@@ -1,10 +1,10 @@
 """The CUTLASS track without a GPU: every reference compiled with NVRTC for sm_90a against CUTLASS's headers
 (`graders.cuda_engine.libraries`), its SASS showing what Hopper's GEMM needs (HGMMA, UTMALDG, SYNCS) within the
 structure child's compile limit; each known-wrong solution whose mistake a compile shows failing to compile, or
-lacking what its step's SASS needs, as its ``status:`` line says; CuTe's shared-memory layouts, evaluated on the host, putting every element where the tensor
-maps' 128-byte swizzle writes it (and the 64-byte atom's not); the fp16 kind's inputs and baseline; the ``libraries``
-key and the headers' lookup at their edges; the check cell's line. Whether the kernels are right and how fast they
-are is tests/gpu/test_cutlass_gpu.py's.
+lacking what its step's SASS needs, as its ``status:`` line says; CuTe's shared-memory layouts, evaluated on the
+host, putting every element where the tensor maps' 128-byte swizzle writes it (and the 64-byte atom's not); the fp16
+kind's inputs and baseline; the ``libraries`` key and the headers' lookup at their edges; the check cell's line.
+Whether the kernels are right and how fast they are is tests/gpu/test_cutlass_gpu.py's.
 """
 from __future__ import annotations
 
