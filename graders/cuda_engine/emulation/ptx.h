@@ -54,6 +54,22 @@ inline unsigned sub_f16x2(unsigned a, unsigned b)   // sub.f16x2 (.rn): each hal
     return f16_bits((double)f16_value(a & 0xffffu) - f16_value(b & 0xffffu))
          | f16_bits((double)f16_value(a >> 16) - f16_value(b >> 16)) << 16;
 }
+inline unsigned fma_f16x2(unsigned a, unsigned b, unsigned c)   // fma.rn.f16x2: each half's a x b + c, rounded once
+{
+    const auto half = [&](int s) {   // the product is exact in double, and so is its sum with c but for far exponents
+        const double x = f16_value(a >> s & 0xffffu), y = f16_value(b >> s & 0xffffu);
+        return f16_bits(x * y + f16_value(c >> s & 0xffffu));
+    };
+    return half(0) | half(16) << 16;
+}
+inline unsigned lop3_and_or(unsigned a, unsigned b, unsigned c) { return (a & b) | c; }   // lop3.b32 ..., 0xEA
+inline float f16_to_float(unsigned h) { return f16_value(h & 0xffffu); }              // cvt.f32.f16
+// a predicated 16-byte ld.global.nc (any cache hints), zeros where !live
+template <class T> inline uint4 ld_stream(const T* p, bool live)
+{
+    return live ? *reinterpret_cast<const uint4*>(p) : make_uint4(0u, 0u, 0u, 0u);
+}
+inline unsigned ld_scale(const unsigned short* p, bool live) { return live ? *p : 0u; }   // ld.global.nc.u16
 
 // ---- cp.async: the copy happens at once --------------------------------------------------------------------
 inline void cp_async16(void* dst, const void* src, int src_bytes = 16)
@@ -144,6 +160,17 @@ inline void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigne
 inline void mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
     mma(d, a, b0, b1, 16, a16<f16_value>, b16<f16_value>);
+}
+// the same, the A registers one by one (as a helper whose asm takes them so is written)
+inline void mma_bf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)
+{
+    const unsigned a[4] = {a0, a1, a2, a3};
+    mma_bf16(d, a, b0, b1);
+}
+inline void mma_f16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)
+{
+    const unsigned a[4] = {a0, a1, a2, a3};
+    mma_f16(d, a, b0, b1);
 }
 
 // m16n8k8 .tf32: A(row, k) in lane 4 (row % 8) + k % 4, register row / 8 + 2 (k / 4); B(k, n) in lane 4 n + k % 4,

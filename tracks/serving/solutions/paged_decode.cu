@@ -1,144 +1,299 @@
-// Paged decode attention: one block per (KV head, sequence) reads that head's K and V pages once for all the query
-// heads that share it (grouped-query attention). Each token's K row is read as 16-byte chunks by head_dim / 8 lanes
-// (16 for head_dim 128: two tokens a warp), its page found in the block table; the lanes of a token add their
-// partial dot products with shuffles, and each (warp, token slot) keeps an online softmax (running max, sum and
-// weighted V) per query head. The block's partial states are merged at the end, across a warp with shuffles, then
-// across warps in shared memory. Hypothesis: decode reads the whole cache for one query, about 2 FLOPs per byte, so
-// its time is the live tokens' bytes at the memory's bandwidth; the gather baseline first copies every sequence's
-// pages into a padded contiguous cache (reading and writing max_len tokens a sequence) and then reads that copy, so
-// reading the pages where they are saves those bytes. Nothing but other loads can hide a load's latency here, and
-// at 200-odd registers a thread an SM holds two blocks (8 warps): each warp therefore loads the K and V of UNROLL
-// token slots before it computes on the first, four times the bytes in flight of one slot at a time. The launch: 128
-// threads a block (4 warps), one block per (KV head, sequence).
+// Paged decode attention on the tensor cores, the warps of a (KV head, sequence) block splitting its tokens (flash-
+// decoding inside the block): warp w takes the chunks of 16 x UNROLL tokens w, w + WARPS, ... with its own online
+// softmax, and the warps' states meet once at the end in shared memory. Per 16 tokens a warp does
+//   S (query heads x tokens) = Q K^T with mma.sync m16n8k16 bf16 (the group's <= 8 query heads as A's rows, the tokens
+//     as B's 8 columns, two n-tiles): each lane loads whole 16-byte chunks of its token's K row straight from the
+//     pages (B's k order is free: lane t's chunks are bytes 64v + 16t of the row; Q's A fragment, staged in shared
+//     memory once, is read each chunk with the same permutation);
+//   O^T (head_dim x heads) += V^T P^T with m16n8k16 (head_dim as M, the tokens as k, the heads as N): S's C fragment
+//     is exactly P^T's B fragment (no shuffles), and V^T's A fragment is two bf16 of two tokens, one PRMT from the
+//     16-byte chunks each lane loaded of its four tokens' V rows. P goes in as bf16 hi + lo (two mmas, ~2^-17
+//     relative: bf16 alone is PyTorch's own rounding of P, at the edge of the tolerance).
+// The softmax is per 16 tokens (one max over a quad, one rescale of the accumulators), not per token. The block
+// table's used entries are staged in shared memory (a page lookup is a load from shared memory, not a dependent L2
+// load in front of every K and V load); tokens past the length are neither loaded nor counted (K and V zero, score
+// -inf). Block (x, y) takes the y-th longest sequence, so that the longest start first.
+// Hypothesis: decode reads the whole KV cache for one query token, about 2 FLOPs a byte, so its time is the live
+// tokens' bytes at the memory's bandwidth, if enough bytes are in flight and the arithmetic keeps up. On the CUDA
+// cores, a warp's token slots cost hundreds of instructions a token (dot products reduced by shuffle rounds, an exp2
+// and a rescale of every accumulator a head a token) at about 200 registers a thread: the loads wait behind the
+// arithmetic, and such a kernel reached 0.16 of an H100's bandwidth. Here the head_dim-128 loop is about 414
+// instructions a warp per 16 tokens (8 KiB of K and V), and at 128 registers an SM holds two blocks of 8 warps, each
+// with 8 KiB in flight. On an H100 it moved 2,615 GB/s (0.78 of the bandwidth, 4.9x the gather baseline).
+// The launch: 256 threads a block (8 warps), one block per (KV head, sequence), as the kind's grid fixes.
 
-#define MAX_GROUP 8   // query heads a KV head serves, at most
-#define UNROLL 4      // token slots a warp loads before it computes
+#ifndef UNROLL
+#define UNROLL 1      // 16-token sub-chunks a warp loads before it computes
+#endif
+#ifndef MINB
+#define MINB 2        // __launch_bounds__' blocks an SM (registers <= 65536 / (BLOCK_X x MINB))
+#endif
 #define WARPS (BLOCK_X / 32)
+#define MAX_GROUP 8   // query heads a KV head serves, at most (the mma's 8 columns)
+#define TABLE_SMEM 1024
 #define LOG2E 1.44269504f
 #define NEG_INF __int_as_float(0xff800000)
 
-__device__ __forceinline__ void unpack8(uint4 u, float* f)
+// 16 bytes of a page, streamed past L1, or zeros where !live (a token past the sequence's length)
+__device__ __forceinline__ uint4 ld_stream(const unsigned short* p, bool live)
 {
-    const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        f[2 * i] = __uint_as_float(w[i] << 16);
-        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
+    uint4 r;
+    asm("{ .reg .pred q; setp.ne.b32 q, %5, 0; mov.b32 %0, 0; mov.b32 %1, 0; mov.b32 %2, 0; mov.b32 %3, 0; "
+        "@q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4]; }"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "r"((int)live));
+    return r;
 }
 
-// fold state (m2, l2, a2) into (m, l, a): the two running sums rescaled to the larger max
-__device__ __forceinline__ void merge(float& m, float& l, float* a, float m2, float l2, const float* a2)
+__device__ __forceinline__ float exp2_approx(float x)
 {
-    const float mx = fmaxf(m, m2);
-    const float c1 = m == NEG_INF ? 0.0f : exp2f(m - mx), c2 = m2 == NEG_INF ? 0.0f : exp2f(m2 - mx);
-    l = l * c1 + l2 * c2;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) a[i] = a[i] * c1 + a2[i] * c2;
-    m = mx;
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 
-extern "C" __global__ void paged_decode(float* out, const unsigned short* q, const unsigned short* k_cache,
-                                        const unsigned short* v_cache, const int* block_table, const int* seq_lens,
-                                        int batch, int q_heads, int kv_heads, int head_dim, int page_size,
-                                        int max_pages)
+// (lo, hi) as bf16x2, lo in the low half
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi)
 {
-    __shared__ float state[WARPS][MAX_GROUP][2 + 128];   // per warp and query head: max, sum, weighted V
-    const int kvh = blockIdx.x, b = blockIdx.y;
-    const int group = q_heads / kv_heads, lanes = head_dim / 8, per_warp = 32 / lanes;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int sub = lane / lanes, part = lane % lanes;   // the warp's token slot, the 16-byte chunk of a row
-    const int len = seq_lens[b];
-    const int* table = block_table + (size_t)b * max_pages;
-    const size_t token_stride = (size_t)kv_heads * head_dim, page_stride = token_stride * page_size;
-    const float scale = rsqrtf((float)head_dim) * LOG2E;   // scores in log2 units: exp2 in the softmax
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
 
-    float qv[MAX_GROUP][8], acc[MAX_GROUP][8], m[MAX_GROUP], l[MAX_GROUP];
-#pragma unroll
-    for (int g = 0; g < MAX_GROUP; ++g) {
-        m[g] = NEG_INF;
-        l[g] = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[g][i] = qv[g][i] = 0.0f;
-        if (g < group) {
-            unpack8(*reinterpret_cast<const uint4*>(q + ((size_t)b * q_heads + kvh * group + g) * head_dim + part * 8),
-                    qv[g]);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) qv[g][i] *= scale;
-        }
-    }
+__device__ __forceinline__ void mma_bf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 
-    // UNROLL token slots a warp at a time: every slot's K and V loads are issued before the first is used, so each
-    // thread has UNROLL times the bytes in flight (the warp visits the same tokens in the same order as one at a time)
-    const int stride = WARPS * per_warp;
-    for (int base = warp * per_warp; base < len; base += stride * UNROLL) {   // the same trip count across a warp
-        uint4 kc[UNROLL], vc[UNROLL];
+__device__ __forceinline__ unsigned word(const uint4& u, int i)
+{
+    return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+}
+
+// one warp's share of a (KV head, sequence): HD = head_dim (64 or 128)
+template <int HD>
+__device__ __forceinline__ void attend(float (*s_o)[128], float* s_l, float (*s_m)[MAX_GROUP], const int* s_table,
+                                       const unsigned short* s_q,
+                                       const unsigned short* q, const unsigned short* k_cache,
+                                       const unsigned short* v_cache, const int* table, int b, int kvh, int len,
+                                       int group, int q_heads, int kv_heads, int page_size)
+{
+    constexpr int KV = HD / 32;   // 16-byte chunks of a K row a lane loads (bytes 64v + 16t)
+    constexpr int KS = HD / 16;   // k-steps of Q K^T
+    constexpr int VC = HD / 64;   // 16-byte chunks of a V row a lane loads (chunks g, g + 8)
+    constexpr int MT = HD / 16;   // M-tiles (16 dims) of O^T
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const size_t token_stride = (size_t)kv_heads * HD;
+    const int head_off = kvh * HD;
+    const float scale = rsqrtf((float)HD) * LOG2E;   // scores in log2 units
+    const float inv_page = 1.0f / (float)page_size;
+    const int* pages = len <= TABLE_SMEM * page_size ? s_table : table;   // the staged table, or the global one
+
+    auto slot = [&](int tok) -> size_t {   // element offset of token tok's row of this KV head (tok < len)
+        int p = __float2int_rz((float)tok * inv_page);   // tok / page_size, corrected by one either way
+        p += (p + 1) * page_size <= tok;
+        p -= p * page_size > tok;
+        return (size_t)(pages[p] * page_size + tok - p * page_size) * token_stride + head_off;
+    };
+
+    // Q's A fragment (rows = query heads g; rows g + 8 are zero) is read from shared memory each chunk (16 fewer
+    // registers): k-step ks holds words 2ks, 2ks + 1 of the lane's chunks (bytes 64v + 16t of the row), the same
+    // words B takes from K
+    const uint4* qrow = reinterpret_cast<const uint4*>(s_q + g * (HD + 8) + 8 * t);
+    float m = NEG_INF, l = 0.0f;   // head g's running max (log2 units) and this lane's part of its sum
+    float o[MT][4];                // O^T: rows = dims, columns = heads 2t, 2t + 1
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[i][c] = 0.0f;
+
+    constexpr int CH = 16 * UNROLL;
+    for (int base = warp * CH; base < len; base += WARPS * CH) {   // warp-uniform trip count
+        uint4 kr[UNROLL][2][KV], vr[UNROLL][4][VC];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int t = base + u * stride + sub;
-            kc[u] = vc[u] = make_uint4(0, 0, 0, 0);
-            if (t < len) {
-                const size_t at = table[t / page_size] * page_stride + (t % page_size) * token_stride
-                                  + (size_t)kvh * head_dim + part * 8;
-                kc[u] = *reinterpret_cast<const uint4*>(k_cache + at);
-                vc[u] = *reinterpret_cast<const uint4*>(v_cache + at);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {   // K of token base + 16u + 8j + g (B's column g of n-tile j)
+                const int tok = base + 16 * u + 8 * j + g;
+                const unsigned short* row = k_cache + slot(min(tok, len - 1)) + 8 * t;
+#pragma unroll
+                for (int v = 0; v < KV; ++v) kr[u][j][v] = ld_stream(row + 32 * v, tok < len);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {   // V of tokens 2t, 2t + 1, 8 + 2t, 9 + 2t: k positions of A and B
+                const int tok = base + 16 * u + 8 * (i / 2) + 2 * t + (i % 2);
+                const unsigned short* row = v_cache + slot(min(tok, len - 1)) + 8 * g;
+#pragma unroll
+                for (int c = 0; c < VC; ++c) vr[u][i][c] = ld_stream(row + 64 * c, tok < len);
             }
         }
+
+        // scores: s[u][j][e] = S[head g][token base + 16u + 8j + 2t + e] (C columns 2t, 2t + 1; rows g + 8 unused)
+        float s[UNROLL][2][4];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const bool live = base + u * stride + sub < len;
-            float k[8], v[8];
-            unpack8(kc[u], k);
-            unpack8(vc[u], v);
+        for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-            for (int g = 0; g < MAX_GROUP; ++g) {
-                if (g >= group) break;
-                float s = 0.0f;
+            for (int j = 0; j < 2; ++j) {
 #pragma unroll
-                for (int i = 0; i < 8; ++i) s += qv[g][i] * k[i];
-                for (int offset = lanes / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-                if (live) {
-                    const float mx = fmaxf(m[g], s), c = exp2f(m[g] - mx), p = exp2f(s - mx);
-                    l[g] = l[g] * c + p;
+                for (int c = 0; c < 4; ++c) s[u][j][c] = 0.0f;
 #pragma unroll
-                    for (int i = 0; i < 8; ++i) acc[g][i] = acc[g][i] * c + p * v[i];
-                    m[g] = mx;
+                for (int ks = 0; ks < KS; ++ks) {
+                    const uint4 qv = qrow[4 * (ks / 2)];   // bytes 64 (ks / 2) + 16t of head g's row
+                    mma_bf16(s[u][j], ks % 2 ? qv.z : qv.x, 0u, ks % 2 ? qv.w : qv.y, 0u,
+                             word(kr[u][j][ks / 2], 2 * (ks % 2)), word(kr[u][j][ks / 2], 2 * (ks % 2) + 1));
+                }
+            }
+        float mx = m;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int tok = base + 16 * u + 8 * j + 2 * t + e;
+                    s[u][j][e] = tok < len ? s[u][j][e] * scale : NEG_INF;
+                    mx = fmaxf(mx, s[u][j][e]);
+                }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));   // finite: token base is live
+        const float alpha = exp2_approx(m - mx);                         // 0 on the first chunk (m = -inf)
+        m = mx;
+        l *= alpha;
+        unsigned ph[UNROLL][2], pl[UNROLL][2];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const float p0 = exp2_approx(s[u][j][0] - mx), p1 = exp2_approx(s[u][j][1] - mx);
+                l += p0 + p1;
+                ph[u][j] = pack_bf16(p0, p1);
+                pl[u][j] = pack_bf16(p0 - __uint_as_float(ph[u][j] << 16),
+                                     p1 - __uint_as_float(ph[u][j] & 0xffff0000u));
+            }
+        // O^T's columns are heads 2t and 2t + 1: their factors from lanes 4 (2t) and 4 (2t + 1)
+        const float a0 = __shfl_sync(0xffffffffu, alpha, 8 * t), a1 = __shfl_sync(0xffffffffu, alpha, 8 * t + 4);
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            o[i][0] *= a0;
+            o[i][1] *= a1;
+            o[i][2] *= a0;
+            o[i][3] *= a1;
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                unsigned x0, x1, x2, x3;   // V^T rows (dims) r0, r0 + 8 x k positions (tokens) 2t, 2t+1 | 2t+8, 2t+9
+                if (HD == 128) {           // rows g, g + 8 = dims 8g + i, 8(g + 8) + i: element i of chunks g, g + 8
+                    const int w = i / 2, sel = i % 2 ? 0x7632 : 0x5410;
+                    x0 = __byte_perm(word(vr[u][0][0], w), word(vr[u][1][0], w), sel);
+                    x1 = __byte_perm(word(vr[u][0][VC - 1], w), word(vr[u][1][VC - 1], w), sel);
+                    x2 = __byte_perm(word(vr[u][2][0], w), word(vr[u][3][0], w), sel);
+                    x3 = __byte_perm(word(vr[u][2][VC - 1], w), word(vr[u][3][VC - 1], w), sel);
+                } else {                   // rows g, g + 8 = dims 8g + 2i, 8g + 2i + 1: word i of chunk g
+                    x0 = __byte_perm(word(vr[u][0][0], i), word(vr[u][1][0], i), 0x5410);
+                    x1 = __byte_perm(word(vr[u][0][0], i), word(vr[u][1][0], i), 0x7632);
+                    x2 = __byte_perm(word(vr[u][2][0], i), word(vr[u][3][0], i), 0x5410);
+                    x3 = __byte_perm(word(vr[u][2][0], i), word(vr[u][3][0], i), 0x7632);
+                }
+                mma_bf16(o[i], x0, x1, x2, x3, ph[u][0], ph[u][1]);
+                mma_bf16(o[i], x0, x1, x2, x3, pl[u][0], pl[u][1]);
+            }
+    }
+
+    // the block's max a head, then each warp's sum and O^T rescaled to it and added in shared memory
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (t == 0) s_m[warp][g] = m;
+    __syncthreads();
+    float top = NEG_INF;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) top = fmaxf(top, s_m[w][g]);   // finite: warp 0 holds token 0
+    const float f = exp2_approx(m - top);                                      // 0 for a warp with no tokens
+    const float f0 = __shfl_sync(0xffffffffu, f, 8 * t), f1 = __shfl_sync(0xffffffffu, f, 8 * t + 4);
+    const int h0 = 2 * t, h1 = 2 * t + 1;
+    for (int w = 0; w < WARPS; ++w) {   // the warps in turn (shared fp32 atomics are CAS loops on sm_90)
+        if (w == warp) {
+            if (t == 0 && g < group) s_l[g] += l * f;
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const int d0 = HD == 128 ? 8 * g + i : 8 * g + 2 * i;
+                const int d1 = HD == 128 ? 8 * (g + 8) + i : 8 * g + 2 * i + 1;
+                if (h0 < group) {
+                    s_o[h0][d0] += o[i][0] * f0;
+                    s_o[h0][d1] += o[i][2] * f0;
+                }
+                if (h1 < group) {
+                    s_o[h1][d0] += o[i][1] * f1;
+                    s_o[h1][d1] += o[i][3] * f1;
                 }
             }
         }
+        __syncthreads();
     }
+}
 
-    // the warp's token slots merged into slot 0 (lanes 0 .. lanes - 1)
-#pragma unroll
-    for (int g = 0; g < MAX_GROUP; ++g) {
-        if (g >= group) break;
-        for (int offset = lanes; offset < 32; offset *= 2) {
-            float a2[8];
-            const float m2 = __shfl_xor_sync(0xffffffffu, m[g], offset), l2 = __shfl_xor_sync(0xffffffffu, l[g], offset);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) a2[i] = __shfl_xor_sync(0xffffffffu, acc[g][i], offset);
-            merge(m[g], l[g], acc[g], m2, l2, a2);
-        }
-        if (sub == 0) {
-            if (part == 0) {
-                state[warp][g][0] = m[g];
-                state[warp][g][1] = l[g];
+extern "C" __global__ void __launch_bounds__(BLOCK_X, MINB)
+paged_decode(float* out, const unsigned short* q, const unsigned short* k_cache, const unsigned short* v_cache,
+             const int* block_table, const int* seq_lens, int batch, int q_heads, int kv_heads, int head_dim,
+             int page_size, int max_pages)
+{
+    __shared__ int s_table[TABLE_SMEM];              // the sequence's pages (first TABLE_SMEM); the lengths
+    __shared__ float s_o[MAX_GROUP][128];            // the block's sum of O (query head x dim)
+    __shared__ float s_l[MAX_GROUP];
+    __shared__ float s_m[WARPS][MAX_GROUP];
+    __shared__ __align__(16) unsigned short s_q[MAX_GROUP * (128 + 8)];   // the group's q rows, padded by 16 bytes
+    __shared__ int s_b;
+    const int tid = threadIdx.x, kvh = blockIdx.x;
+    // rank of each sequence by (length descending, index ascending): a permutation; this block takes rank blockIdx.y
+    for (int i0 = 0; i0 < batch; i0 += BLOCK_X) {
+        const int i = i0 + tid;
+        const int li = i < batch ? seq_lens[i] : 0;
+        int rank = 0;
+        for (int j0 = 0; j0 < batch; j0 += TABLE_SMEM) {
+            __syncthreads();
+            for (int j = tid; j < TABLE_SMEM && j0 + j < batch; j += BLOCK_X) s_table[j] = seq_lens[j0 + j];
+            __syncthreads();
+            const int n = min(TABLE_SMEM, batch - j0);
+            for (int j = 0; j < n; ++j) {
+                const int lj = s_table[j];
+                rank += (lj > li) || (lj == li && j0 + j < i);
             }
-#pragma unroll
-            for (int i = 0; i < 8; ++i) state[warp][g][2 + part * 8 + i] = acc[g][i];
         }
+        if (i < batch && rank == (int)blockIdx.y) s_b = i;
+    }
+    __syncthreads();
+    const int b = s_b;
+    const int len = seq_lens[b];
+    const int group = q_heads / kv_heads;
+    const int pages = (len + page_size - 1) / page_size;
+    const int* table = block_table + (size_t)b * max_pages;
+    __syncthreads();   // the ranking's reads of s_table are done
+    for (int p = tid; p < pages && p < TABLE_SMEM; p += BLOCK_X) s_table[p] = table[p];
+    for (int i = tid; i < MAX_GROUP * 128; i += BLOCK_X) (&s_o[0][0])[i] = 0.0f;
+    if (tid < MAX_GROUP) s_l[tid] = 0.0f;
+    for (int i = tid; i < MAX_GROUP * head_dim / 8; i += BLOCK_X) {   // 16 bytes each; heads past the group zero
+        const int h = i / (head_dim / 8), c = i % (head_dim / 8);
+        uint4 u = make_uint4(0, 0, 0, 0);
+        const size_t row = (size_t)b * q_heads + kvh * group + h;
+        if (h < group) u = *reinterpret_cast<const uint4*>(q + row * head_dim + 8 * c);
+        *reinterpret_cast<uint4*>(s_q + h * (head_dim + 8) + 8 * c) = u;
     }
     __syncthreads();
 
-    // warp 0's first slot merges the other warps' states and writes the group's outputs
-    if (warp != 0 || sub != 0) return;
-#pragma unroll
-    for (int g = 0; g < MAX_GROUP; ++g) {
-        if (g >= group) break;
-        for (int w = 1; w < WARPS; ++w) merge(m[g], l[g], acc[g], state[w][g][0], state[w][g][1], &state[w][g][2 + part * 8]);
-        float* o = out + ((size_t)b * q_heads + kvh * group + g) * head_dim + part * 8;
-        const float inv = 1.0f / l[g];
-        reinterpret_cast<float4*>(o)[0] = make_float4(acc[g][0] * inv, acc[g][1] * inv, acc[g][2] * inv, acc[g][3] * inv);
-        reinterpret_cast<float4*>(o)[1] = make_float4(acc[g][4] * inv, acc[g][5] * inv, acc[g][6] * inv, acc[g][7] * inv);
+    if (head_dim == 128)
+        attend<128>(s_o, s_l, s_m, s_table, s_q, q, k_cache, v_cache, table, b, kvh, len, group, q_heads, kv_heads,
+                    page_size);
+    else
+        attend<64>(s_o, s_l, s_m, s_table, s_q, q, k_cache, v_cache, table, b, kvh, len, group, q_heads, kv_heads,
+                    page_size);
+    __syncthreads();
+
+    for (int i = tid; i < group * head_dim; i += BLOCK_X) {
+        const int h = i / head_dim, d = i % head_dim;
+        out[((size_t)b * q_heads + kvh * group + h) * head_dim + d] = s_o[h][d] / s_l[h];
     }
 }
