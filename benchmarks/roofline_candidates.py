@@ -16,7 +16,7 @@ from graders.roofline_engine.operations import Operation, Tensor
 from workshop.records import write_gpu_record
 
 FP32, BF16 = 4, 2
-ROWS_COLS = [(8192, 8192), (16384, 4096), (32768, 2048), (65536, 1024)]   # the track's shape first
+ROWS_COLS = [(8192, 8192), (16384, 4096), (32768, 2048), (65536, 1024)]   # the track's old shape first
 CHAINS = (10, 50)   # rounds of the chain (two operations each): their difference is a launch's cost in a stream
 
 

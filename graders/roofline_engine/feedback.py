@@ -65,7 +65,7 @@ def roofline_png(results: list[dict]) -> bytes:
     ax.set_ylabel("FLOP / s")
     ax.grid(True, which="major", linewidth=0.3)
     ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(f"Your predictions and the measurements on {worker['gpu']} (launch overhead "
+    ax.set_title(f"Your predictions and the measurements on {worker['gpu']} (a launch alone "
                  f"{worker['launch_s'] * 1e6:.1f} µs)", fontsize=10)
     fig.tight_layout()
     buffer = io.BytesIO()
@@ -96,7 +96,8 @@ def worker_figures(worker: dict) -> str:
     """The worker as the grader saw it: its GPU, bandwidth, peaks, L2, SMs and launch overhead."""
     peaks = ", ".join(f"{PEAKS[name]} {_tera(rate)} TFLOP/s" for name, rate in worker["peaks"].items())
     return (f"{worker['gpu']} (memory {worker['bandwidth'] / 1e12:.3g} TB/s, {peaks}, L2 {worker['l2_bytes'] >> 20} "
-            f"MiB, {worker['sms']} SMs, launch overhead {worker['launch_s'] * 1e6:.1f} µs)")
+            f"MiB, {worker['sms']} SMs, a launch alone {worker['launch_s'] * 1e6:.1f} µs, "
+            f"{worker['stream_s'] * 1e6:.1f} µs more for each in a stream)")
 
 
 def _tera(rate: float) -> str:

@@ -32,8 +32,12 @@ def worker_table(gpu: dict) -> str:
         ("fp8 peak (tensor cores, dense)", f"{gpu['fp8_tflops']:g} TFLOP/s", "datasheet, without sparsity"),
         ("L2 cache", f"{gpu['l2_mib']:g} MiB", f"the course's H200 records ({gpu['record']})"),
         ("SMs", f"{gpu['sms']}", f"the course's H200 records ({gpu['record']})"),
-        ("launch overhead of one PyTorch operation", f"about {gpu['launch_overhead_us']:g} µs",
-         "an estimate, not yet measured on the H200; the grader measures the worker's"),
+        ("LAUNCH_ALONE: one PyTorch operation alone, on an idle GPU", f"about {gpu['launch_alone_us']:g} µs",
+         f"measured on an H100 worker ({gpu['launch_record']}), to be re-measured on the H200; the grader "
+         "measures the worker's"),
+        ("LAUNCH_IN_STREAM: each further operation in a stream of launches", f"about "
+         f"{gpu['launch_in_stream_us']:g} µs", f"measured on an H100 worker ({gpu['launch_record']}), to be "
+         "re-measured on the H200"),
     ]
     body = "\n".join(f"| {what} | {value} | {source} |" for what, value, source in rows)
     return f"| {gpu['name']} | | from |\n| --- | --- | --- |\n{body}"
@@ -52,7 +56,10 @@ def how(rules: Rules) -> str:
 - **Arithmetic intensity**: FLOPs divided by those bytes, in FLOP per byte (not per element, not per bit).
 - **Time**: what the grader measures on the worker, in microseconds: from the moment the line starts (the GPU
   idle, its L2 flushed, fresh inputs) until its last kernel has finished, the median of many runs. The host's work
-  to launch each kernel counts: the GPU waits for it.
+  to launch each kernel counts: the GPU waits for it. Launching costs most for the first operation, which starts
+  on an idle GPU (LAUNCH_ALONE); while the GPU runs one, the host already launches the next, so each further
+  operation adds only LAUNCH_IN_STREAM: n operations too small to keep the GPU busy take about
+  LAUNCH_ALONE + (n - 1) x LAUNCH_IN_STREAM.
 - **Regime**: `"memory"` when moving the bytes takes longest, `"compute"` when the arithmetic does, `"overhead"`
   when launching the work does (the GPU mostly waits for the host).
 - A warp's loads are served in 32-byte sectors: 32 threads reading 32 fp32 numbers that lie far apart in memory

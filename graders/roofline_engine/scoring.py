@@ -47,7 +47,8 @@ class Rules:
 @dataclass(frozen=True)
 class Worker:
     """The grading worker's figures: the GPU's name, its memory bandwidth (bytes/s) and peak rates (FLOP/s, by
-    `PEAKS` key: those known), L2 bytes, SMs, and the launch overhead measured beside the operations (s)."""
+    `PEAKS` key: those known), L2 bytes, SMs, the launch overhead of one operation alone measured beside the
+    operations (s), and what each further one in a stream of launches adds (s: the spec's figure)."""
 
     gpu: str
     bandwidth: float
@@ -55,6 +56,11 @@ class Worker:
     l2_bytes: int
     sms: int
     launch_s: float
+    stream_s: float
+
+    def overhead_s(self, operations: int) -> float:
+        """The launch overhead of ``operations`` PyTorch operations in a row: the first alone, the rest in a stream."""
+        return self.launch_s + (operations - 1) * self.stream_s
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,7 +70,8 @@ def worker(measurement: dict, reference: dict, datasheets: dict | None = None) -
     """The worker of ``measurement`` (the child's answer): bandwidth and FP32 peak from its GPU's clocks and widths
     (`graders.cuda_engine.timing.peaks`), the tensor-core peaks (a datasheet's, not derivable from the clocks) from
     ``reference`` (the spec's ``[reference_gpu]``) where the worker is that GPU, else from ``datasheets`` (the spec's
-    ``[datasheet_peaks]``, by GPU name) where it names it; the launch overhead as measured."""
+    ``[datasheet_peaks]``, by GPU name) where it names it; the launch overhead alone as measured, in a stream the
+    reference's ``launch_in_stream_us``."""
     env = measurement["environment"]
     same = env.get("gpu") == reference["name"]
     read = env.get("peaks", {})
@@ -73,7 +80,8 @@ def worker(measurement: dict, reference: dict, datasheets: dict | None = None) -
     peaks |= {name: sheet[f"{name}_tflops"] * 1e12 for name in ("tf32", "bf16", "fp8") if f"{name}_tflops" in sheet}
     bandwidth = read.get("dram") or (reference["hbm_tb_s"] * 1e12 if same else math.nan)
     return Worker(env.get("gpu", "?"), bandwidth, {k: v for k, v in peaks.items() if v}, int(env.get("l2_bytes", 0)),
-                  int(env.get("sms", 0)), float(measurement["launch_overhead_s"]))
+                  int(env.get("sms", 0)), float(measurement["launch_overhead_s"]),
+                  reference["launch_in_stream_us"] * 1e-6)
 
 
 def time_share(predicted_s: float, measured_s: float, rules: Rules) -> tuple[float, float]:
@@ -89,10 +97,10 @@ def time_share(predicted_s: float, measured_s: float, rules: Rules) -> tuple[flo
 
 def fractions(op: Operation, work: dict, measured_s: float, w: Worker) -> dict[str, float]:
     """What the measurement shows, as shares: ``memory`` (bytes/s over the bandwidth), ``compute`` (FLOP/s over
-    the operation's peak; left out where the worker's is unknown), ``overhead`` (its operations times the launch
-    overhead, over its time)."""
+    the operation's peak; left out where the worker's is unknown), ``overhead`` (its operations' launch overhead,
+    `Worker.overhead_s`, over its time)."""
     found = {"memory": work["bytes"] / measured_s / w.bandwidth,
-             "overhead": op.operations * w.launch_s / measured_s}
+             "overhead": w.overhead_s(op.operations) / measured_s}
     if w.peaks.get(op.peak):
         found["compute"] = work["flops"] / measured_s / w.peaks[op.peak]
     return {regime: found[regime] for regime in REGIMES if regime in found}
@@ -166,8 +174,10 @@ def shows(op: Operation, g: Graded, w: Worker) -> str:
                      f"({_rate(w.peaks[op.peak], 'FLOP')})")
     else:
         parts.append(f"{_rate(rate, 'FLOP')} (this GPU's {PEAKS[op.peak]} peak is not known to the grader)")
-    parts.append(f"{op.operations} launch{'es' if op.operations > 1 else ''} x {w.launch_s * 1e6:.1f} µs, "
-                 f"{g.shares['overhead']:.0%} of its time")
+    alone, stream = w.launch_s * 1e6, w.stream_s * 1e6
+    launches = (f"1 launch, {alone:.1f} µs" if op.operations == 1 else
+                f"{op.operations} launches, {alone:.1f} µs + {op.operations - 1} x {stream:.1f} µs")
+    parts.append(f"{launches}: {g.shares['overhead']:.0%} of its time")
     return "; ".join(parts)
 
 

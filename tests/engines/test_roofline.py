@@ -30,16 +30,23 @@ from workshop.cells import read_cells
 
 TRACK = tracks.get("roofline")
 OPS = {op.id: op for op in TRACK.problem_module().OPERATIONS}
-KEY, WORK = grade.key("roofline").KEY, grade.key("roofline").WORK
+KEY_MODULE = grade.key("roofline")
+KEY, WORK = KEY_MODULE.KEY, KEY_MODULE.WORK
 RULES = scoring.Rules.from_spec(TRACK.assignment)
 H200 = grade.spec("roofline")["reference_gpu"]
 # What the child answers (graders.roofline_engine.child.handle), made up: the H200's clock-derived peaks as its GPU
-# records show them, a launch overhead, and each operation measured at its reference time times FACTOR[op].
+# records show them, one launch alone, and each operation measured at its reference time times FACTOR[op].
 ENVIRONMENT = {"gpu": "NVIDIA H200", "peaks": {"dram": 4814304000000.0, "fp32": 66908160000000.0},
                "l2_bytes": 62914560, "sms": 132}
 
 
-def measurement(factor: dict[str, float] | float = 1.0, launch_us: float = 7.0) -> dict:
+def launches_us(operations: int) -> float:
+    """What n PyTorch operations in a row cost to launch, as the notebook teaches: one alone, then each further
+    one in a stream of launches."""
+    return H200["launch_alone_us"] + (operations - 1) * H200["launch_in_stream_us"]
+
+
+def measurement(factor: dict[str, float] | float = 1.0, launch_us: float = 18.0) -> dict:
     factors = factor if isinstance(factor, dict) else dict.fromkeys(OPS, factor)
     return {"launch_overhead_s": launch_us * 1e-6, "environment": ENVIRONMENT,
             "operations": {op: {"median_s": KEY[op]["time_us"] * 1e-6 * factors[op], "samples": 100}
@@ -74,7 +81,7 @@ def test_every_operation_is_in_the_key_with_a_regime_and_its_reference_time_from
         assert form_problem(op, KEY[op]) == ""
         bound = {"memory": w["bytes"] / (H200["hbm_tb_s"] * 1e12),
                  "compute": w["flops"] / (H200[f"{OPS[op].peak}_tflops"] * 1e12),
-                 "overhead": OPS[op].operations * H200["launch_overhead_us"] * 1e-6}
+                 "overhead": launches_us(OPS[op].operations) * 1e-6}
         assert max(bound, key=bound.get) == w["regime"], op   # the largest of the three bounds names the regime
         if op != "transpose_sum":   # its strided reads cost 8x their bytes (32-byte sectors, 4 bytes used)
             assert KEY[op]["time_us"] == pytest.approx(bound[w["regime"]] * 1e6, rel=1e-3), op
@@ -85,6 +92,54 @@ def test_the_key_counts_an_add_a_matmul_and_the_chain_as_the_notebook_says():
     assert WORK["add_huge"]["flops"] / WORK["add_huge"]["bytes"] == pytest.approx(1 / 12)
     assert WORK["matmul_bf16"]["flops"] / WORK["matmul_bf16"]["bytes"] == pytest.approx(4096 / 3)
     assert WORK["chain"]["flops"] / WORK["chain"]["bytes"] == pytest.approx(1 / 8)   # every intermediate written
+    # one operation alone, then each further one in a stream of launches: 18 µs, and 18 + 19 x 7 for twenty
+    assert (H200["launch_alone_us"], H200["launch_in_stream_us"]) == (18.0, 7.0)
+    assert KEY["add_small"]["time_us"] == KEY["sum_small"]["time_us"] == 18.0 and KEY["chain"]["time_us"] == 151.0
+    assert OPS["chain"].operations == 20
+
+
+def test_the_shapes_are_the_ones_whose_operations_reach_their_roof_and_each_operation_says_its_own():
+    """benchmarks/results/roofline/roofline-candidates-20261207-023625.json: softmax, layer norm, matrix-vector and
+    the thin matmul within 1.2-1.4x of bytes over the bandwidth at these shapes (1.75-1.9x at 8192 wide)."""
+    shapes = {op: {name: t.shape for name, t in OPS[op].inputs.items()} for op in OPS}
+    assert shapes["softmax"] == {"x": (65536, 1024)}
+    assert shapes["layer_norm"] == {"x": (32768, 2048), "w": (2048,), "b": (2048,)}
+    assert OPS["layer_norm"].code == "y = F.layer_norm(x, (2048,), w, b)"
+    assert shapes["matvec"] == {"W": (16384, 16384), "v": (16384,)}
+    assert shapes["matmul_outer"] == {"A": (16384, 64), "B": (64, 16384)}
+    assert {t.dtype for t in OPS["matmul_outer"].inputs.values()} == {"bf16"}
+    assert shapes["transpose_sum"] == {"x": (8192, 8192)}
+    for op, text in (("softmax", "65536 x 1024"), ("layer_norm", "32768 x 2048"), ("matvec", "16384 x 16384"),
+                     ("matmul_outer", "16384 x 64 times a 64 x 16384"), ("transpose_sum", "8192 x 8192")):
+        assert text in OPS[op].text, op
+    assert WORK["matvec"]["bytes"] == 4 * (16384 * 16384 + 2 * 16384)
+    assert WORK["matmul_outer"]["bytes"] == 2 * (2 * 16384 * 64 + 16384 * 16384)
+    assert WORK["layer_norm"]["bytes"] == 4 * (2 * 32768 * 2048 + 2 * 2048)
+
+
+def test_the_keys_model_gives_the_key_on_the_reference_gpu_and_a_workers_own_figures_elsewhere():
+    """`key.model` on the reference GPU's figures is the key; `key.figures` of a worker (what
+    tests/gpu/test_roofline_gpu.py compares with the measurement) is the reference's on the reference GPU, and on
+    another its own bandwidth and peaks with the spec's launch figures."""
+    assert KEY_MODULE.answers(KEY_MODULE.model(H200)) == KEY
+    h200 = scoring.worker(WITHIN_2X, H200)
+    assert KEY_MODULE.figures(h200, H200) == H200
+    h100_env = ENVIRONMENT | {"gpu": "NVIDIA H100 80GB HBM3", "peaks": {"dram": 3352320000000.0,
+                                                                         "fp32": 66908160000000.0}}
+    h100 = scoring.worker(WITHIN_2X | {"environment": h100_env}, H200, grade.spec("roofline")["datasheet_peaks"])
+    found = KEY_MODULE.figures(h100, H200)
+    assert found == {"name": "NVIDIA H100 80GB HBM3", "hbm_tb_s": 3.35232, "fp32_tflops": 66.90816,
+                     "tf32_tflops": 494.7, "bf16_tflops": 989.4, "fp8_tflops": 1978.9, "launch_alone_us": 18.0,
+                     "launch_in_stream_us": 7.0}
+    on_h100 = KEY_MODULE.answers(KEY_MODULE.model(found))
+    assert on_h100["softmax"]["time_us"] == pytest.approx(160.1, abs=0.1)   # the sweep's bytes over the bandwidth
+    assert on_h100["matvec"]["time_us"] == pytest.approx(320.3, abs=0.1)
+    assert on_h100["matmul_bf16"]["time_us"] == pytest.approx(2 * 4096 ** 3 / 989.4e12 * 1e6, rel=1e-3)
+    assert on_h100["chain"] == KEY["chain"]
+    assert {op: a | {"time_us": None} for op, a in on_h100.items()} == {op: a | {"time_us": None}
+                                                                         for op, a in KEY.items()}
+    unknown = KEY_MODULE.figures(scoring.worker(WITHIN_2X | {"environment": h100_env | {"gpu": "A GPU"}}, H200), H200)
+    assert math.isnan(KEY_MODULE.model(unknown)["matmul_bf16"]["time_us"])   # no tensor-core peak known
 
 
 def test_every_operations_code_is_a_function_of_its_inputs():
@@ -103,6 +158,14 @@ def test_the_notebook_has_a_solution_and_a_graded_cell_per_operation_holding_the
         assert is_grade(cells[f"{op}_score"]) and cells[f"{op}_score"].metadata.nbgrader["points"] == 4
         assert f"predict('roofline', {op!r}, {op})" in cells[f"{op}_score"].source
     assert "predict" in RUN_ALONE and HIDDEN_TESTS["predict"].__module__ == "graders.roofline_engine.grade"
+
+
+def test_the_notebook_gives_both_launch_figures_and_how_to_use_them():
+    text = "\n".join(c.source for c in TRACK.build_notebook().cells if c.cell_type == "markdown")
+    assert "| LAUNCH_ALONE: one PyTorch operation alone, on an idle GPU | about 18 µs |" in text
+    assert "| LAUNCH_IN_STREAM: each further operation in a stream of launches | about 7 µs |" in text
+    assert text.count("LAUNCH_ALONE + (n - 1) x LAUNCH_IN_STREAM") == 2   # the introduction and how to count
+    assert "to be re-measured on the H200" in text and H200["launch_record"] in text
 
 
 def test_each_subject_of_the_child_runs_its_own_operation_on_inputs_drawn_afresh(monkeypatch):
@@ -217,7 +280,7 @@ def test_the_times_10x_off_score_no_time_points_whatever_the_measurement_within_
 def test_the_worker_reads_the_gpus_peaks_and_the_datasheets_tensor_rates_only_for_gpus_the_spec_names():
     h200 = scoring.worker(WITHIN_2X, H200)
     assert h200.bandwidth == 4814304000000.0 and h200.peaks["fp32"] == 66908160000000.0
-    assert h200.peaks["bf16"] == 989e12 and h200.launch_s == 7e-6
+    assert h200.peaks["bf16"] == 989e12 and h200.launch_s == 18e-6
     other = scoring.worker(WITHIN_2X | {"environment": ENVIRONMENT | {"gpu": "NVIDIA A100-SXM4-80GB"}}, H200)
     assert set(other.peaks) == {"fp32"}
     g = scoring.grade(OPS["matmul_bf16"], KEY["matmul_bf16"], WORK["matmul_bf16"],
@@ -234,7 +297,7 @@ def test_the_worker_reads_the_gpus_peaks_and_the_datasheets_tensor_rates_only_fo
 
 def test_fractions_of_a_measurement():
     op = Operation("x", "x", "y = x + x", {"x": Tensor((1000,))}, operations=2)
-    w = scoring.Worker("GPU", 1e12, {"fp32": 1e13}, 0, 0, 5e-6)
+    w = scoring.Worker("GPU", 1e12, {"fp32": 1e13}, 0, 0, 6e-6, 4e-6)   # two launches: 6 µs alone + 4 µs more
     shares = scoring.fractions(op, {"flops": 1e6, "bytes": 1e7}, 20e-6, w)
     assert shares == pytest.approx({"memory": 0.5, "compute": 0.005, "overhead": 0.5})
     assert scoring.shown(scoring.fractions(op, {"flops": 1e6, "bytes": 2e7}, 20e-6, w)) == "memory"
@@ -255,7 +318,7 @@ def test_the_report_states_the_measurement_and_what_it_shows_for_a_wrong_regime(
            "under (2 / 2 points: full within 2x, none beyond 4x)" in lines[1]
     assert lines[2].startswith("  regime: ✗ you said compute; the measurement shows memory: 3 TB/s moved, 62% of the "
                                "4.81 TB/s memory bandwidth; ")
-    assert "of the FP32 peak (66.9 TFLOP/s); 1 launch x 7.0 µs, 1% of its time" in lines[2]
+    assert "of the FP32 peak (66.9 TFLOP/s); 1 launch, 18.0 µs: 3% of its time" in lines[2]
     assert lines[3].startswith("  intensity: ✗ 1 FLOP/byte is not this operation's (right within 10%)")
     right = scoring.report(OPS["chain"], graded("chain", KEY["chain"]), worker, RULES).splitlines()
     assert right[2:] == ["  regime: ✓ overhead", "  intensity: ✓ 0.125 FLOP/byte"]
@@ -278,7 +341,8 @@ def test_the_feedback_adds_the_roofline_figure_and_the_table_after_the_last_oper
     html = table.data["text/html"]
     assert html.count("<tr>") == len(OPS) + 1 and "workshop-roofline" in html
     assert ("on NVIDIA H200 (memory 4.81 TB/s, FP32 66.9 TFLOP/s, TF32 tensor cores 495 TFLOP/s, bf16 tensor cores "
-            "989 TFLOP/s, fp8 tensor cores 1,979 TFLOP/s, L2 60 MiB, 132 SMs, launch overhead 7.0 µs)") in html
+            "989 TFLOP/s, fp8 tensor cores 1,979 TFLOP/s, L2 60 MiB, 132 SMs, a launch alone 18.0 µs, 7.0 µs more for "
+            "each in a stream)") in html
     softmax = html[html.index("<td style='text-align:left'>softmax</td>"):]
     assert softmax.split("</tr>")[0].endswith("16.00x</td><td style='text-align:left'>2 / 4</td>")   # 10 x 1.6
     other = TRACK.build_notebook()   # a notebook without graded predictions is left as it is

@@ -12,7 +12,10 @@ launching the work. So every operation is bound by one of three walls:
 - **compute**: the arithmetic units are busy; the time is at least FLOPs / (the peak rate of its number format);
 - **memory**: the arithmetic waits for data; the time is at least bytes / (the memory bandwidth);
 - **overhead**: the GPU waits for the host (Python, PyTorch's dispatch, the kernel launch); the time is about
-  (PyTorch operations) x (the launch overhead of one).
+  what launching the PyTorch operations costs. One operation alone, on an idle GPU, costs its whole launch
+  latency (about LAUNCH_ALONE, "The worker" below); in a stream of operations the host's work for the next one
+  overlaps the GPU's on the last, so each further one adds less (about LAUNCH_IN_STREAM): n operations in a row
+  take about LAUNCH_ALONE + (n - 1) x LAUNCH_IN_STREAM.
 
 The roofline puts the first two in one picture: an operation of arithmetic intensity I (FLOP per byte) can reach at
 most min(peak, I x bandwidth) FLOP/s. Below the ridge point (peak / bandwidth) it is memory-bound, above it
@@ -24,9 +27,13 @@ The grader measures every one on the worker's GPU and grades your prediction aga
 SMALL = 4096                 # elements of the small tensors
 ADD = 1 << 27                # elements of each vector of the huge add (512 MiB in fp32)
 SUM = 1 << 28                # elements summed in the huge reduction (1 GiB in fp32)
-ROWS = COLS = 8192           # the matrices of the matrix-vector product, softmax, layer norm and the transpose
+MATVEC = 16384               # the square fp32 matrix of the matrix-vector product (1 GiB)
+OUTER = 16384                # the output of the thin matmul: OUTER x OUTER bf16 (512 MiB)
+THIN = 64                    # the thin matmul's inner dimension
+SOFTMAX_ROWS, SOFTMAX_COLS = 65536, 1024        # the softmax's fp32 matrix (256 MiB)
+NORM_ROWS, NORM_COLS = 32768, 2048              # the layer norm's fp32 matrix (256 MiB)
+TRANSPOSE = 8192             # the square fp32 matrix transposed, then summed (256 MiB)
 SQUARE = 4096                # the square matmuls
-THIN = 64                    # the inner dimension of the outer-product-shaped matmul
 CHAIN = 10                   # rounds of the chain of tiny operations (two operations each)
 
 OPERATIONS = [
@@ -41,11 +48,11 @@ OPERATIONS = [
     Operation("sum_huge", "Reduction, huge", "s = x.sum()", {"x": Tensor((SUM,))},
               text="The sum of 2^28 fp32 numbers (1 GiB).", flops="A sum of N numbers: count N FLOPs."),
     Operation("matvec", "Matrix times vector", "y = W @ v",
-              {"W": Tensor((ROWS, COLS)), "v": Tensor((COLS,))},
-              text="An 8192 x 8192 fp32 matrix times a vector: the skinniest matmul (N = 1)."),
+              {"W": Tensor((MATVEC, MATVEC)), "v": Tensor((MATVEC,))},
+              text="A 16384 x 16384 fp32 matrix (1 GiB) times a vector: the skinniest matmul (N = 1)."),
     Operation("matmul_outer", "A matmul with a thin inner dimension", "C = A @ B",
-              {"A": Tensor((ROWS, THIN), "bf16"), "B": Tensor((THIN, COLS), "bf16")}, peak="bf16",
-              text="An 8192 x 64 times a 64 x 8192 bf16 matrix (a bf16 output, on the tensor cores). 2MNK FLOPs "
+              {"A": Tensor((OUTER, THIN), "bf16"), "B": Tensor((THIN, OUTER), "bf16")}, peak="bf16",
+              text="A 16384 x 64 times a 64 x 16384 bf16 matrix (a bf16 output, on the tensor cores). 2MNK FLOPs "
                    "like any matmul, but look at what it writes."),
     Operation("matmul_fp32", "Square matmul, fp32", "C = A @ B",
               {"A": Tensor((SQUARE, SQUARE)), "B": Tensor((SQUARE, SQUARE))},
@@ -53,12 +60,12 @@ OPERATIONS = [
     Operation("matmul_bf16", "Square matmul, bf16", "C = A @ B",
               {"A": Tensor((SQUARE, SQUARE), "bf16"), "B": Tensor((SQUARE, SQUARE), "bf16")}, peak="bf16",
               text="The same shape in bf16, on the tensor cores (a bf16 output)."),
-    Operation("softmax", "Softmax", "y = torch.softmax(x, dim=-1)", {"x": Tensor((ROWS, COLS))},
-              text="The softmax of each row of an 8192 x 8192 fp32 matrix.",
+    Operation("softmax", "Softmax", "y = torch.softmax(x, dim=-1)", {"x": Tensor((SOFTMAX_ROWS, SOFTMAX_COLS))},
+              text="The softmax of each row of a 65536 x 1024 fp32 matrix.",
               flops="Count 5 FLOPs per element (the row's max, the subtraction, exp, the row's sum, the division)."),
-    Operation("layer_norm", "Layer norm", "y = F.layer_norm(x, (8192,), w, b)",
-              {"x": Tensor((ROWS, COLS)), "w": Tensor((COLS,)), "b": Tensor((COLS,))},
-              text="Layer norm over each row of an 8192 x 8192 fp32 matrix, with a weight and a bias.",
+    Operation("layer_norm", "Layer norm", f"y = F.layer_norm(x, ({NORM_COLS},), w, b)",
+              {"x": Tensor((NORM_ROWS, NORM_COLS)), "w": Tensor((NORM_COLS,)), "b": Tensor((NORM_COLS,))},
+              text="Layer norm over each row of a 32768 x 2048 fp32 matrix, with a weight and a bias.",
               flops="Count 8 FLOPs per element of x (mean, subtraction, square, variance, normalisation, weight, "
                     "bias)."),
     Operation("chain", "A chain of tiny operations", f"for _ in range({CHAIN}):\n    x = x * 0.5 + 1.0",
@@ -67,7 +74,7 @@ OPERATIONS = [
                    "numbers, as eager PyTorch runs them: each one its own kernel, each result written to memory "
                    "and read back by the next."),
     Operation("transpose_sum", "Transpose, then sum", "s = x.t().contiguous().sum(dim=1)",
-              {"x": Tensor((ROWS, COLS))}, operations=2,
+              {"x": Tensor((TRANSPOSE, TRANSPOSE))}, operations=2,
               text="An 8192 x 8192 fp32 matrix transposed into a new tensor, whose rows are then summed. "
                    "`contiguous()` writes the transposed matrix row by row, so it reads `x` down its columns.",
               flops="Count the sum's adds: one per element."),

@@ -2,17 +2,17 @@
 # regimes and times right.
 # expect: add_small_score=3 add_huge_score=3 sum_small_score=3 sum_huge_score=3 matvec_score=3 matmul_outer_score=3 matmul_fp32_score=3 matmul_bf16_score=3 softmax_score=3 layer_norm_score=3 chain_score=3 transpose_sum_score=3
 # %% add_small
-add_small = {"regime": "overhead", "intensity": 0.01042, "time_us": 7.0}
+add_small = {"regime": "overhead", "intensity": 0.01042, "time_us": 18.0}
 # %% add_huge
 add_huge = {"regime": "memory", "intensity": 0.01042, "time_us": 335.5}
 # %% sum_small
-sum_small = {"regime": "overhead", "intensity": 0.03124, "time_us": 7.0}
+sum_small = {"regime": "overhead", "intensity": 0.03124, "time_us": 18.0}
 # %% sum_huge
 sum_huge = {"regime": "memory", "intensity": 0.03125, "time_us": 223.7}
 # %% matvec
-matvec = {"regime": "memory", "intensity": 0.06248, "time_us": 55.94}
+matvec = {"regime": "memory", "intensity": 0.06249, "time_us": 223.7}
 # %% matmul_outer
-matmul_outer = {"regime": "memory", "intensity": 7.877, "time_us": 28.4}
+matmul_outer = {"regime": "memory", "intensity": 7.938, "time_us": 112.7}
 # %% matmul_fp32
 matmul_fp32 = {"regime": "compute", "intensity": 85.33, "time_us": 2051.0}
 # %% matmul_bf16
@@ -22,6 +22,6 @@ softmax = {"regime": "memory", "intensity": 0.07812, "time_us": 111.8}
 # %% layer_norm
 layer_norm = {"regime": "memory", "intensity": 0.125, "time_us": 111.9}
 # %% chain
-chain = {"regime": "overhead", "intensity": 0.01562, "time_us": 140.0}
+chain = {"regime": "overhead", "intensity": 0.01562, "time_us": 151.0}
 # %% transpose_sum
 transpose_sum = {"regime": "memory", "intensity": 0.01042, "time_us": 559.2}
