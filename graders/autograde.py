@@ -60,7 +60,8 @@ from graders import tracks
 from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
-from graders.hidden_tests import HIDDEN_TESTS, RUN_ALONE, enter_trusted_grader, grading_student, wrapped
+from graders.hidden_tests import (HIDDEN_TESTS, PREPARE, RUN_ALONE, enter_trusted_grader, grading_student,
+                                  preparation, wrapped)
 from graders.model_engine import grade as _model_grade  # noqa: F401 (same)
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.quiz_engine import grade as _quiz_grade  # noqa: F401 (same)
@@ -281,7 +282,9 @@ class _Grading:
     `graders.sandbox.session.SessionPool`), except those that time kernels
     (`graders.hidden_tests.RUN_ALONE`): they run one by one once the others and the notebook are done, so
     that nothing else runs on the worker while they measure, in one `graders.sandbox.session.ChildSession`
-    (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces)."""
+    (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces). Before the
+    first of them, their preparations (`graders.hidden_tests.PREPARE`: work that times nothing, such as a CUDA
+    kernel's compute-sanitizer runs) run side by side, `preparing_workers` at a time."""
 
     def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
                  time_limit: float, refused: str = "", student: str = ""):
@@ -291,6 +294,7 @@ class _Grading:
         self.deadline, self.time_limit = time.monotonic() + time_limit, time_limit
         self.outputs: dict[str, list[NotebookNode]] = {}
         self.results: dict[str, list[dict]] = {}   # what each test graded (`graders.result.publish`)
+        self.prepared: dict[str, object] = {}       # what each timed test's preparation returned
         self.failure: BaseException | None = None
         self.notebook_done = threading.Event()
         self.stdout = _ThreadStdout(sys.stdout)
@@ -309,6 +313,7 @@ class _Grading:
                               "request", sessions.started)
             if alone:
                 self.notebook_done.wait()
+                self._prepare(alone)
                 self.log.info("%d timed hidden tests begin %.1f s into the grading (the notebook has run)",
                               len(alone), time.monotonic() - (self.deadline - self.time_limit))
             with ChildSession() as session:    # one grading child for the submission's timed kernels
@@ -318,6 +323,35 @@ class _Grading:
                 self.log.info("The timed hidden tests ran in %d grading child(ren)", session.started)
         except BaseException as exc:   # a worker that cannot grade (no GPU, no sandbox): the caller re-raises
             self.failure = exc
+
+    def _prepare(self, alone: list[str]) -> None:
+        """The preparations of the timed tests ``alone`` (those that have one), side by side; each one's value is
+        kept for its test (`_grade`). One that raises is logged, and its test does that work itself."""
+        jobs = [g for g in alone if self.calls[g][0] in PREPARE and not isinstance(self.calls[g][1], Exception)]
+        if not jobs:
+            return
+        started, workers = time.monotonic(), preparing_workers()
+        with ThreadPoolExecutor(min(workers, len(jobs))) as pool:
+            for grade_id, value in zip(jobs, pool.map(self._prepare_one, jobs)):
+                if value is not None:
+                    self.prepared[grade_id] = value
+        self.log.info("%d of %d timed hidden tests prepared in %.1f s, %d at a time", len(self.prepared), len(jobs),
+                      time.monotonic() - started, workers)
+
+    def _prepare_one(self, grade_id: str):
+        """What test ``grade_id``'s preparation returns, or None where it raised (logged)."""
+        if time.monotonic() >= self.deadline:
+            return None
+        name, call = self.calls[grade_id]
+        try:
+            args = [self.submission.resolve(a, at=grade_id) for a in call.args]
+            kwargs = {key: self.submission.resolve(v, at=grade_id) for key, v in call.keywords}
+            with grading_student(self.student):
+                return PREPARE[name](*args, **kwargs)
+        except Exception as exc:   # the test itself grades, and says what is wrong
+            self.log.info("%s: not prepared (%s: %s); its test does that work itself", grade_id,
+                          type(exc).__name__, shorten(str(exc), MAX_ERROR_CHARS, "an error's text"))
+            return None
 
     def finish(self) -> None:
         """Wait until every graded cell has its outputs (the notebook has run), at most until ``time_limit``
@@ -350,7 +384,7 @@ class _Grading:
                 raise call
             args = [self.submission.resolve(a, at=grade_id) for a in call.args]
             kwargs = {name: self.submission.resolve(v, at=grade_id) for name, v in call.keywords}
-            with collect() as results, grading_student(self.student):
+            with collect() as results, grading_student(self.student), preparation(self.prepared.get(grade_id)):
                 try:
                     points = HIDDEN_TESTS[call.function](*args, **kwargs)
                 finally:
@@ -372,6 +406,12 @@ class _Grading:
     def _late(self) -> list[NotebookNode]:
         return _outputs("", error=TimeoutError(f"not graded: the hidden tests of this submission ran past "
                                                f"{self.time_limit:g} s (the cap on one submission's grading)"))
+
+
+def preparing_workers() -> int:
+    """How many timed tests' preparations run at once: a quarter of the CPUs this process may use (a CUDA kernel's
+    preparation is three compute-sanitizer children side by side), at least one."""
+    return max(1, len(os.sched_getaffinity(0)) // 4)
 
 
 def phase_lines(grade_id: str, results) -> list[str]:

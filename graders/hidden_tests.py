@@ -52,6 +52,17 @@ def _refusing_stubs(function: Callable) -> Callable:
 NOT_WRITTEN = "the kernel is not written yet (its body is still the stub's comment)"
 
 
+def _skipping_stubs(prepare: Callable) -> Callable:
+    """``prepare``, except that a kernel still the release's stub is not prepared (its test refuses it unrun)."""
+    @functools.wraps(prepare)
+    def preparing(*args, **kwargs):
+        if any(still_the_stub(value) for value in (*args, *kwargs.values())):
+            return None
+        return prepare(*args, **kwargs)
+
+    return preparing
+
+
 LINE_WIDTH = 83   # of a message's line, wherever it is shown: ``nbgrader validate`` shows 83 characters of one
 
 
@@ -77,6 +88,7 @@ class TestFailed(AssertionError):
 
 
 RUN_ALONE: set[str] = set()      # hidden tests that time kernels: never run beside another one
+PREPARE: dict[str, Callable] = {}   # a timed test's preparation, by the test's name (`hidden_test`)
 _in_trusted_grader = False
 
 
@@ -110,20 +122,45 @@ def graded_student() -> str | None:
     return getattr(_graded, "student", None)
 
 
+_prepared = threading.local()
+
+
+@contextlib.contextmanager
+def preparation(value):
+    """While the trusted grader runs a timed test on this thread: what the test's preparation (`PREPARE`) returned,
+    which the engine reads with `prepared`."""
+    _prepared.value = value
+    try:
+        yield
+    finally:
+        _prepared.value = None
+
+
+def prepared():
+    """What the running timed test's preparation returned on this thread (`preparation`); None elsewhere."""
+    return getattr(_prepared, "value", None)
+
+
 def autograding_in_notebook() -> bool:
     """True inside a notebook kernel that ``nbgrader autograde`` started (nbgrader sets the variable)."""
     return os.environ.get("NBGRADER_EXECUTION") == "autograde" and not _in_trusted_grader
 
 
-def hidden_test(function: Callable | None = None, *, alone: bool = False):
+def hidden_test(function: Callable | None = None, *, alone: bool = False, prepare: Callable | None = None):
     """Register ``function`` for the trusted grader; return its notebook-side wrapper.
 
-    ``@hidden_test(alone=True)`` marks a test that measures speed: the trusted grader runs it by itself."""
+    ``@hidden_test(alone=True)`` marks a test that measures speed: the trusted grader runs it by itself.
+    ``prepare`` (of a timed test; called with the test's arguments) does work the test needs that times nothing:
+    the trusted grader runs the preparations of a submission's timed tests side by side before the first of them,
+    and hands each test what its preparation returned (`prepared`); a preparation that raises leaves that work to
+    the test."""
     if function is None:
-        return functools.partial(hidden_test, alone=alone)
+        return functools.partial(hidden_test, alone=alone, prepare=prepare)
     HIDDEN_TESTS[function.__name__] = _refusing_stubs(function)
     if alone:
         RUN_ALONE.add(function.__name__)
+    if prepare is not None:
+        PREPARE[function.__name__] = _skipping_stubs(prepare)
 
     @functools.wraps(function)
     def in_notebook(*args, **kwargs):

@@ -43,13 +43,14 @@ from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, CompileError, com
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
 from graders.gpu import detect_gpu, require_gpu
-from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, still_the_stub
+from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, prepared, still_the_stub
 from graders.ladder import lines_of_code
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.starvation import refuse_starved
 
 CHILD = "graders.cuda_engine.child"
+PRESANITIZE_TIMEOUT_S = 60.0   # a tool's run in `presanitize` (a whole sanitizer run took about 4.5 s on an H100)
 COREDUMP_CHILD = "graders.cuda_engine.coredump_child"
 # correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
 # problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points (a counter rule short of its
@@ -102,12 +103,8 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
         require_gpu(f"Grading {spec.name}/{kernel_id}")
     budget = budget_s if budget_s is not None else _budget_from_env(spec.time_budget_s)
     seed = hidden_seed()
-    request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source,
-               "block": list(geometry.block) if block is not None else None,
-               "tile": list(geometry.tile) if tile is not None else None,
-               "params": dict(params) if params is not None else None,
-               "budget_s": budget, "memory_fraction": memory_fraction, "seed": seed,
-               "launch_timeout_s": settings.launch_timeout_s()}
+    request = _request(spec, kernel_id, source, geometry, block, tile, params, memory_fraction, seed) | {
+        "budget_s": budget}
     limit = timeout_s if timeout_s is not None else budget + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_child_env(), gpu=True, reusable=True)
     result = result_from_child(child, spec, kernel, limit, seed)
@@ -154,15 +151,66 @@ def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, reque
                                details=result.details | {"counter": measured, "score": score.as_dict()})
 
 
+def _request(spec: AssignmentSpec, kernel_id: str, source: str, geometry, block, tile, params,
+             memory_fraction: float, seed: int) -> dict:
+    """What a child needs to launch the kernel (the grading child adds its timing budget)."""
+    return {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source,
+            "block": list(geometry.block) if block is not None else None,
+            "tile": list(geometry.tile) if tile is not None else None,
+            "params": dict(params) if params is not None else None,
+            "memory_fraction": memory_fraction, "seed": seed, "launch_timeout_s": settings.launch_timeout_s()}
+
+
+def _sanitized_launch(request: dict, geometry) -> tuple:
+    """Which launch a compute-sanitizer run checked: the spec, the kernel, its source and its geometry."""
+    return request["spec_path"], request["kernel_id"], request["source"], geometry
+
+
+def presanitize(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
+                memory_fraction: float = 0.25, sanitize: bool = True, **_) -> dict | None:
+    """`score`'s preparation: the kernel under every compute-sanitizer tool its spec names, before any kernel of
+    the submission is timed (the trusted grader runs the preparations side by side: `graders.autograde`), so that
+    `sanitized` takes these findings instead of running the tools between two timed kernels. None where the
+    sanitizer is off; raises what `graders.cuda_engine.sanitizer.sanitize` raises, also a run past
+    `PRESANITIZE_TIMEOUT_S` (a kernel that hangs: the test finds that first, and runs no tool on it)."""
+    if not sanitize or not settings.sanitize_enabled():
+        return None
+    spec = load_spec(assignment)
+    kernel = spec.kernel(kernel_id)
+    geometry = resolve_geometry(kernel, block, tile, params)
+    request = _request(spec, kernel_id, source, geometry, block, tile, params, memory_fraction, hidden_seed())
+    started = time.monotonic()
+    checked = sanitizer.sanitize(request, kernel, geometry, _child_env(), kernel.sanitizer_tools,
+                                 timeout_s=PRESANITIZE_TIMEOUT_S)
+    return {"launch": _sanitized_launch(request, geometry), "checked": checked,
+            "seconds": round(time.monotonic() - started, 3)}
+
+
+def _prepared_findings(request: dict, geometry, tools: tuple[str, ...]) -> dict | None:
+    """The findings of ``tools`` on this launch from the running test's preparation (`presanitize`), in
+    `graders.cuda_engine.sanitizer.sanitize`'s form; None where it has none of this launch or not every tool."""
+    ready = prepared()
+    if not isinstance(ready, dict) or ready.get("launch") != _sanitized_launch(request, geometry):
+        return None
+    found = ready["checked"]["tools"]
+    if not set(tools) <= set(found):
+        return None
+    return {"shape": ready["checked"]["shape"], "tools": {tool: found[tool] for tool in tools},
+            "failure": next((found[tool] for tool in tools if found[tool]), ""),
+            "seconds": {tool: ready["checked"]["seconds"][tool] for tool in tools}, "prepared": True}
+
+
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
     """``result`` after the kernel's launch under compute-sanitizer (`graders.cuda_engine.sanitizer`): a race,
     an uninitialised read, a barrier misused or an invalid access makes it incorrect (no points), with the tool's own
     line. The tools are the spec's ``sanitizer_tools``; racecheck runs only for a kernel that uses shared memory (or
-    whose usage is unknown)."""
+    whose usage is unknown). The findings of the test's preparation (`presanitize`) stand in for the runs where
+    they are of this launch."""
     usage = (result.details.get("compile", {}).get("resources") or {}).get(kernel.function) or {}
     tools = tuple(t for t in kernel.sanitizer_tools if t != "racecheck" or usage.get("shared_bytes") != 0)
     try:
-        checked = sanitizer.sanitize(request, kernel, geometry, _child_env(), tools)
+        checked = (_prepared_findings(request, geometry, tools)
+                   or sanitizer.sanitize(request, kernel, geometry, _child_env(), tools))
     except sanitizer.SanitizerFailed as exc:
         return _rescored(result, kernel, Status.GRADER_ERROR, f"the grader failed: {exc}", correct=False)
     if not checked["failure"]:
@@ -289,7 +337,7 @@ def _rate(per_second: float, unit: str) -> str:
     return f"{per_second / 1e9:.0f} G{unit}/s"
 
 
-@hidden_test(alone=True)
+@hidden_test(alone=True, prepare=presanitize)
 def score(assignment: str | Path, kernel_id: str, source: str, **options) -> float:
     """Points for one kernel, for an nbgrader test cell; raises `KernelFailed` unless it is correct.
 

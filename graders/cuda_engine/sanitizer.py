@@ -134,14 +134,15 @@ def tool_binary():
     return binary
 
 
-def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_name: str | None = None) -> str:
+def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_name: str | None = None,
+             timeout_s: float = TIMEOUT_S) -> str:
     """Run the grading child ``child`` on ``request`` once under ``tool`` (`tool_wrapper`, ``kernel_name``
-    watched): '' or its finding (`findings`).
+    watched) for at most ``timeout_s``: '' or its finding (`findings`).
 
     Raises `SanitizerMissing` without compute-sanitizer, `SanitizerFailed` when the run does not finish, and
     `graders.sandbox.starvation.WorkerStarved` when it did not because the worker starved it."""
-    run = run_child(child, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=tool_wrapper(tool, kernel_name), env=env)
-    refuse_starved(run, TIMEOUT_S)
+    run = run_child(child, request, timeout_s=timeout_s, gpu=True, wrapper=tool_wrapper(tool, kernel_name), env=env)
+    refuse_starved(run, timeout_s)
     if not run.ok or "error" in run.answer:
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} did not finish ({run.status}: "
                               f"{run.message or run.answer.get('error', '')}) {run.stdout[-500:]}")
@@ -149,9 +150,10 @@ def run_tool(tool: str, child: str, request: dict, env: dict[str, str], kernel_n
 
 
 def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[str, str],
-             tools=TOOLS, shape: Shape | None = None) -> dict:
+             tools=TOOLS, shape: Shape | None = None, timeout_s: float = TIMEOUT_S) -> dict:
     """Run the kernel of ``request`` (the grading child's request) once under each tool at ``shape`` (default:
-    `sanitize_shape`), the tools' children side by side (nothing is timed after the grading child).
+    `sanitize_shape`), the tools' children side by side (nothing is timed meanwhile), each for at most
+    ``timeout_s``.
 
     ``{"shape": ..., "tools": {tool: finding or ''}, "failure": the first finding (in ``tools``' order) or '',
     "seconds": {tool: its run's wall seconds}}``.
@@ -161,7 +163,7 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
     launch = request | {"shape": list(shape)}
     def timed(tool: str) -> tuple[str, float]:
         started = time.monotonic()
-        finding = run_tool(tool, CHILD, launch, env, kernel.function)
+        finding = run_tool(tool, CHILD, launch, env, kernel.function, timeout_s)
         return finding, round(time.monotonic() - started, 3)
 
     with ThreadPoolExecutor(max_workers=max(len(tools), 1)) as pool:

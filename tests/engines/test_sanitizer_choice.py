@@ -1,7 +1,8 @@
 """Which compute-sanitizer tools a CUDA kernel is checked with, and where: a spec's ``sanitizer_tools`` (any of
 memcheck, racecheck, initcheck, synccheck; the first three by default) and ``sanitize_shape`` (else the smallest check
-shape of two blocks or more), each read from the spec at its edges and handed to the sanitizer as read; and a crash
-explained where the spec says ``explain_crash``: memcheck's report of the faulting access at the shape it crashed at."""
+shape of two blocks or more), each read from the spec at its edges and handed to the sanitizer as read; a crash
+explained where the spec says ``explain_crash``: memcheck's report of the faulting access at the shape it crashed at;
+and the tools' runs prepared before a submission's kernels are timed, standing in for the runs of the same launch."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,6 +13,7 @@ from test_grade_rules import ok_result
 
 from graders.cuda_engine import coredump_child, grade, sanitizer
 from graders.cuda_engine.spec import DEFAULT_SANITIZER_TOOLS, SANITIZER_TOOLS
+from graders.hidden_tests import preparation
 from graders.result import GradeResult, Status
 from graders.sandbox.run import ChildResult
 
@@ -190,3 +192,67 @@ def test_line_information_is_compiled_in_only_when_asked():
     plain, lines = (compile_cuda(source, kernels=("k_fn",), lineinfo=asked).cubin for asked in (False, True))
     assert b".debug_line" in lines and CELL_NAME.encode() in lines
     assert b".debug_line" not in plain
+
+
+# --- the sanitizer's runs prepared before a submission's kernels are timed --------------------------------------
+
+RACE = "compute-sanitizer --tool racecheck found 2 error(s); the first: Race reported between Write access ..."
+
+
+def prepared_value(kernel, launch, tools: dict[str, str]) -> dict:
+    return {"launch": launch, "seconds": 3.0,
+            "checked": {"shape": [33, 65], "tools": tools, "failure": next((f for f in tools.values() if f), ""),
+                        "seconds": {tool: 3.0 for tool in tools}}}
+
+
+def test_a_preparations_findings_of_the_same_launch_stand_in_for_the_tools_runs(monkeypatch):
+    """`score`'s preparation (`grade.presanitize`) ran every tool of the spec before any kernel was timed; the
+    timed test takes the findings of the tools it runs from it (racecheck's too, for a kernel with shared memory)."""
+    kernel = spec_with(kernel={"sanitizer_tools": ["memcheck", "racecheck", "synccheck"]}).kernel("k")
+    monkeypatch.setattr(grade.sanitizer, "sanitize", lambda *args: pytest.fail("the tools ran again"))
+    request = {"spec_path": "/course/spec.toml", "kernel_id": "k", "source": "s"}
+    value = prepared_value(kernel, ("/course/spec.toml", "k", "s", kernel.geometry),
+                           {"memcheck": "", "racecheck": RACE, "synccheck": ""})
+    with_shared = ok_result({"compile": {"resources": {"k_fn": {"shared_bytes": 1024}}}})
+    with preparation(value):
+        found = grade.sanitized(with_shared, kernel, request, kernel.geometry)
+        clean = grade.sanitized(ok_result({"compile": {"resources": {"k_fn": {"shared_bytes": 0}}}}), kernel,
+                                request, kernel.geometry)
+    assert found.status == Status.INCORRECT and RACE in found.message and found.points == 0
+    assert found.details["sanitizer"]["prepared"] and found.details["sanitizer"]["tools"]["racecheck"] == RACE
+    assert clean.status == Status.OK and set(clean.details["sanitizer"]["tools"]) == {"memcheck", "synccheck"}
+
+
+@pytest.mark.parametrize("change", ["source", "geometry", "tool"])
+def test_a_preparation_of_another_launch_or_without_a_tool_leaves_the_runs_to_the_test(monkeypatch, change):
+    kernel = spec_with(kernel={"sanitizer_tools": ["memcheck", "synccheck"]}).kernel("k")
+    calls = []
+    monkeypatch.setattr(grade.sanitizer, "sanitize",
+                        lambda *args: calls.append(args) or {"shape": [33, 65], "tools": {}, "failure": ""})
+    request = {"spec_path": "/course/spec.toml", "kernel_id": "k", "source": "s"}
+    geometry = dataclasses.replace(kernel.geometry, block=(64, 1)) if change == "geometry" else kernel.geometry
+    launch = ("/course/spec.toml", "k", "another source" if change == "source" else "s", geometry)
+    tools = {"memcheck": ""} if change == "tool" else {"memcheck": "", "synccheck": ""}
+    with preparation(prepared_value(kernel, launch, tools)):
+        grade.sanitized(ok_result(), kernel, request, kernel.geometry)
+    assert len(calls) == 1
+
+
+def test_the_preparation_runs_every_tool_of_the_spec_on_the_launch_the_test_grades(monkeypatch):
+    calls, timeouts = [], []
+    monkeypatch.setattr(grade.sanitizer, "sanitize", lambda *args, timeout_s: calls.append(args) or timeouts.append(
+        timeout_s) or {"shape": [1], "tools": {"memcheck": ""}, "failure": "", "seconds": {"memcheck": 1.0}})
+    kernel = grade.load_spec("vecadd").kernel("add")
+    value = grade.presanitize("vecadd", "add", "the source")
+    (request, sanitized_kernel, geometry, _, tools), = calls
+    assert (sanitized_kernel, geometry, tools) == (kernel, kernel.geometry, kernel.sanitizer_tools)
+    assert timeouts == [grade.PRESANITIZE_TIMEOUT_S] < [sanitizer.TIMEOUT_S]
+    assert value["launch"] == grade._sanitized_launch(request, kernel.geometry) == (
+        str(kernel_spec_path("vecadd")), "add", "the source", kernel.geometry)
+    assert grade.presanitize("vecadd", "add", "the source", sanitize=False) is None
+    monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
+    assert grade.presanitize("vecadd", "add", "the source") is None and len(calls) == 1
+
+
+def kernel_spec_path(track: str):
+    return grade.load_spec(track).path.resolve()

@@ -150,6 +150,46 @@ def test_autograde_grades_a_submissions_timed_tests_in_one_child_the_forked_in_p
                                       for line in log.lines), log.lines
 
 
+def test_the_timed_tests_preparations_run_side_by_side_before_the_first_of_them_and_each_test_gets_its_own(
+        monkeypatch):
+    """A timed test's preparation (`graders.hidden_tests.PREPARE`, e.g. a CUDA kernel's compute-sanitizer runs) runs
+    before any timed test, several at a time; each test reads what its own preparation returned; a stub is not
+    prepared, and a preparation that raises is logged while its test still runs."""
+    events, inside, seen, most = [], [], {}, []
+
+    def prepare(name, source="done"):
+        inside.append(name)
+        most.append(len(inside))
+        time.sleep(0.2)
+        events.append(f"prepared {name}")
+        inside.remove(name)
+        if name == "timed1":
+            raise RuntimeError("no compute-sanitizer here")
+        return f"value of {name}"
+
+    def timed(name, source="done"):
+        events.append(f"timed {name}")
+        seen[name] = hidden_tests.prepared()
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", timed)
+    monkeypatch.setitem(autograde.PREPARE, "timed", hidden_tests._skipping_stubs(prepare))
+    monkeypatch.setattr(hidden_tests, "RUN_ALONE", hidden_tests.RUN_ALONE | {"timed"})
+    monkeypatch.setattr(autograde, "RUN_ALONE", hidden_tests.RUN_ALONE)
+    monkeypatch.setattr(autograde, "preparing_workers", lambda: 2)
+    stub = f"__global__ void k()\n{{\n    {hidden_tests.STUB_MARK}\n}}\n"
+    cells = [new_code_cell(f"timed('timed{i}')", metadata={"nbgrader": {"grade_id": f"timed{i}"}}) for i in range(3)]
+    cells.append(new_code_cell(f"timed('timed3', {stub!r})", metadata={"nbgrader": {"grade_id": "timed3"}}))
+    log = _Log()
+    grading = autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=120)
+    grading.finish()
+    assert max(most) == 2   # side by side, two at a time
+    assert sorted(events[:3]) == [f"prepared timed{i}" for i in range(3)] and events[3:] == [
+        f"timed timed{i}" for i in range(4)]
+    assert seen == {"timed0": "value of timed0", "timed1": None, "timed2": "value of timed2", "timed3": None}
+    assert "2 of 4 timed hidden tests prepared" in " ".join(log.lines)
+    assert any(line.startswith("timed1: not prepared (RuntimeError: no compute-sanitizer here)") for line in log.lines)
+
+
 def fork(env, **request):
     return run_child(SERVED, request, timeout_s=30, env=env, forked=True)
 
