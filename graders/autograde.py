@@ -408,10 +408,13 @@ class _Grading:
                                                f"{self.time_limit:g} s (the cap on one submission's grading)"))
 
 
+PREPARING_AT_MOST = 4   # timed tests' preparations at once: a CUDA kernel's is three compute-sanitizer children
+
+
 def preparing_workers() -> int:
-    """How many timed tests' preparations run at once: a quarter of the CPUs this process may use (a CUDA kernel's
-    preparation is three compute-sanitizer children side by side), at least one."""
-    return max(1, len(os.sched_getaffinity(0)) // 4)
+    """How many timed tests' preparations run at once: a quarter of the CPUs this process may use, at least one and
+    at most `PREPARING_AT_MOST` (a container's CPU quota does not show in its affinity)."""
+    return max(1, min(PREPARING_AT_MOST, len(os.sched_getaffinity(0)) // 4))
 
 
 def phase_lines(grade_id: str, results) -> list[str]:
