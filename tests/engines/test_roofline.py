@@ -322,6 +322,8 @@ def test_the_report_states_the_measurement_and_what_it_shows_for_a_wrong_regime(
     assert lines[3].startswith("  intensity: ✗ 1 FLOP/byte is not this operation's (right within 10%)")
     right = scoring.report(OPS["chain"], graded("chain", KEY["chain"]), worker, RULES).splitlines()
     assert right[2:] == ["  regime: ✓ overhead", "  intensity: ✓ 0.125 FLOP/byte"]
+    chain = scoring.report(OPS["chain"], graded("chain", KEY["chain"] | {"regime": "memory"}), worker, RULES)
+    assert "20 launches, 18.0 µs + 19 x 7.0 µs: " in chain   # the first alone, the rest in a stream
 
 
 def test_the_feedback_adds_the_roofline_figure_and_the_table_after_the_last_operation():
