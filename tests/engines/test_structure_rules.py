@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from graders import hidden_tests
 from graders.cuda_engine import grade, sass, structure
 from graders.cuda_engine.compile import CompileError
 from graders.cuda_engine.grade import KernelFailed
@@ -361,6 +362,17 @@ def test_a_launchable_choice_is_graded_at_its_launch(monkeypatch):
     monkeypatch.setattr(grade, "score", lambda *a, **k: calls.append((a, k)) or 2.5)
     assert structure.score_autotuned("gemm", "src", BASE, budget_s=1.0) == 2.5
     assert calls == [(("gemm", "autotuned", "src"), structure.tune_launch(BASE) | {"budget_s": 1.0})]
+
+
+def test_a_launchable_choice_is_prepared_at_its_launch_and_an_unlaunchable_one_not(monkeypatch):
+    """The autotuned kernel's compute-sanitizer runs, prepared before the submission's kernels are timed, are of
+    the launch its test grades (`grade.presanitize`'s findings stand in only for the same launch)."""
+    calls = []
+    monkeypatch.setattr(grade, "presanitize", lambda *a, **k: calls.append((a, k)) or "prepared")
+    assert hidden_tests.PREPARE["score_autotuned"]("gemm", "src", BASE, budget_s=1.0) == "prepared"
+    assert calls == [(("gemm", "autotuned", "src"), structure.tune_launch(BASE) | {"budget_s": 1.0})]
+    assert structure.presanitize_autotuned("gemm", "src", BASE | {"TM": 6}) is None
+    assert structure.presanitize_autotuned("gemm", "src", [1, 2]) is None and len(calls) == 1
 
 
 def graded(status: Status, ratio: float | None) -> GradeResult:
