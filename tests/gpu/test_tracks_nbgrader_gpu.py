@@ -13,6 +13,7 @@ import pytest
 
 from gradebook.summary import cell_scores
 from graders import tracks
+from graders.autograde import graded_cells, stored_results
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from graders.ladder import rung_of
@@ -70,6 +71,15 @@ def test_the_reference_feedback_shows_each_kernels_numbers_and_the_chart(grading
     # the precision table, where the track's kinds name their number format (the tensor-core worklog)
     formats = any(problem(k.kind).precision for k in kernels.values())
     assert page.count("workshop-precision") == (1 if formats else 0)
+
+
+def test_the_references_sanitizer_findings_were_prepared_before_its_kernels_were_timed(grading):
+    """Run after the reference is graded: each kernel that compute-sanitizer checked took the findings its test's
+    preparation made before the submission's first kernel was timed (`graders.cuda_engine.grade.presanitize`), none
+    ran the tools between two timed kernels."""
+    results = [r for cell in graded_cells(grading.course.autograded("reference")) for r in stored_results(cell)]
+    checked = {r["test"]: r["sanitizer"] for r in results if r.get("sanitizer")}
+    assert checked and all(found.get("prepared") for found in checked.values()), checked
 
 
 def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):
