@@ -186,6 +186,11 @@ def tune_launch(config: dict) -> dict:
     return {"block": (bn // tn, bm // tm), "tile": (bn, bm), "params": {"BK": bk}}
 
 
+def choice_problem(choice, rules: AutotuneRules) -> str:
+    """'' if the student's ``choice`` is a configuration the grader can launch, else why not."""
+    return config_problem(choice, rules) if isinstance(choice, dict) else "the choice must be a dict"
+
+
 def config_problem(config: dict, rules: AutotuneRules) -> str:
     """'' if ``config`` is a configuration the grader can launch, else why not."""
     if set(config) != set(TUNABLE):
@@ -242,7 +247,7 @@ def search_problems(assignment: str | Path, source: str, space: dict, choice: di
                         f"are needed" + (f" (invalid: {examples})" if examples else ""))
     if len(valid) > rules.max_configs:
         problems.append(f"the search space has {len(valid)} valid configurations; at most {rules.max_configs}")
-    why = config_problem(choice, rules) if isinstance(choice, dict) else "the choice must be a dict"
+    why = choice_problem(choice, rules)
     if why:
         problems.append(f"the choice {choice} cannot be launched: {why}")
     elif choice not in configs:
@@ -280,7 +285,7 @@ def presanitize_autotuned(assignment: str | Path, source: str, choice: dict, **o
     configuration (`graders.cuda_engine.grade.presanitize`); None for a choice that cannot be launched."""
     from graders.cuda_engine.grade import presanitize
     rules = load_structure(assignment).autotune
-    if not isinstance(choice, dict) or config_problem(choice, rules):
+    if choice_problem(choice, rules):
         return None
     return presanitize(assignment, rules.kernel, source, **tune_launch(choice), **options)
 
@@ -290,7 +295,7 @@ def score_autotuned(assignment: str | Path, source: str, choice: dict, **options
     """The tuned kernel's correctness and speed, graded at the student's chosen configuration."""
     from graders.cuda_engine.grade import score
     rules = load_structure(assignment).autotune
-    why = config_problem(choice, rules) if isinstance(choice, dict) else "the choice must be a dict"
+    why = choice_problem(choice, rules)
     if why:
         line = f"{rules.kernel}: {Status.REFUSED}: the choice {choice} cannot be launched: {why}"
         print(line)
