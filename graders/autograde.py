@@ -344,8 +344,7 @@ class _Grading:
             return None
         name, call = self.calls[grade_id]
         try:
-            args = [self.submission.resolve(a, at=grade_id) for a in call.args]
-            kwargs = {key: self.submission.resolve(v, at=grade_id) for key, v in call.keywords}
+            args, kwargs = self._arguments(grade_id, call)
             with grading_student(self.student):
                 return PREPARE[name](*args, **kwargs)
         except Exception as exc:   # the test itself grades, and says what is wrong
@@ -382,8 +381,7 @@ class _Grading:
             _, call = self.calls[grade_id]
             if isinstance(call, Exception):
                 raise call
-            args = [self.submission.resolve(a, at=grade_id) for a in call.args]
-            kwargs = {name: self.submission.resolve(v, at=grade_id) for name, v in call.keywords}
+            args, kwargs = self._arguments(grade_id, call)
             with collect() as results, grading_student(self.student), preparation(self.prepared.get(grade_id)):
                 try:
                     points = HIDDEN_TESTS[call.function](*args, **kwargs)
@@ -402,6 +400,11 @@ class _Grading:
             self.stdout.local.buffer = None
         self.log.info("%s: %s", grade_id, "full points" if points is None else f"{points} points")
         return _outputs(out.kept(), dropped=out.dropped, points=points)
+
+    def _arguments(self, grade_id: str, call: HiddenCall) -> tuple[list, dict]:
+        """The call's arguments, read from the submission (`graders.submission.Submission.resolve`)."""
+        return ([self.submission.resolve(a, at=grade_id) for a in call.args],
+                {name: self.submission.resolve(v, at=grade_id) for name, v in call.keywords})
 
     def _late(self) -> list[NotebookNode]:
         return _outputs("", error=TimeoutError(f"not graded: the hidden tests of this submission ran past "

@@ -36,12 +36,17 @@ def still_the_stub(value) -> bool:
     return re.search(rf"\{{\s*{re.escape(_STUB_TOKEN)}\s*\}}", code) is not None
 
 
+def _names_a_stub(args: tuple, kwargs: dict) -> bool:
+    """Whether any argument of a hidden-test call is a kernel still the release's stub (`still_the_stub`)."""
+    return any(still_the_stub(value) for value in (*args, *kwargs.values()))
+
+
 def _refusing_stubs(function: Callable) -> Callable:
     """``function``, except that a kernel still the release's stub fails without being compiled or run (an
     empty kernel would otherwise meet a structural check such as "no spills")."""
     @functools.wraps(function)
     def graded(*args, **kwargs):
-        if any(still_the_stub(value) for value in (*args, *kwargs.values())):
+        if _names_a_stub(args, kwargs):
             print(NOT_WRITTEN)
             raise TestFailed(NOT_WRITTEN)
         return function(*args, **kwargs)
@@ -56,7 +61,7 @@ def _skipping_stubs(prepare: Callable) -> Callable:
     """``prepare``, except that a kernel still the release's stub is not prepared (its test refuses it unrun)."""
     @functools.wraps(prepare)
     def preparing(*args, **kwargs):
-        if any(still_the_stub(value) for value in (*args, *kwargs.values())):
+        if _names_a_stub(args, kwargs):
             return None
         return prepare(*args, **kwargs)
 
