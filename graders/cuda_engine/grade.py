@@ -192,12 +192,9 @@ def _prepared_findings(request: dict, geometry, tools: tuple[str, ...]) -> dict 
     ready = prepared()
     if not isinstance(ready, dict) or ready.get("launch") != _sanitized_launch(request, geometry):
         return None
-    found = ready["checked"]["tools"]
-    if not set(tools) <= set(found):
+    if not set(tools) <= set(ready["checked"]["tools"]):
         return None
-    return {"shape": ready["checked"]["shape"], "tools": {tool: found[tool] for tool in tools},
-            "failure": next((found[tool] for tool in tools if found[tool]), ""),
-            "seconds": {tool: ready["checked"]["seconds"][tool] for tool in tools}, "prepared": True}
+    return sanitizer.for_tools(ready["checked"], tools) | {"prepared": True}
 
 
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:

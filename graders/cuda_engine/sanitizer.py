@@ -169,8 +169,20 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
     with ThreadPoolExecutor(max_workers=max(len(tools), 1)) as pool:
         runs = dict(zip(tools, pool.map(timed, tools)))
     found = {tool: finding for tool, (finding, _) in runs.items()}
-    return {"shape": list(shape), "tools": found, "failure": next((f for f in found.values() if f), ""),
+    return {"shape": list(shape), "tools": found, "failure": _first(found),
             "seconds": {tool: seconds for tool, (_, seconds) in runs.items()}}
+
+
+def for_tools(checked: dict, tools) -> dict:
+    """``checked`` (`sanitize`'s answer) narrowed to ``tools``, each one of its own: their findings and seconds,
+    the first of their findings its failure."""
+    found = {tool: checked["tools"][tool] for tool in tools}
+    return checked | {"tools": found, "failure": _first(found),
+                      "seconds": {tool: checked["seconds"][tool] for tool in tools}}
+
+
+def _first(found: dict[str, str]) -> str:
+    return next((finding for finding in found.values() if finding), "")
 
 
 def check(assignment: str, kernel_id: str, source: str) -> None:
