@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 
+from graders import tracks
 from graders.cuda_engine.timing import environment
 from graders.roofline_engine.child import LAUNCH, EagerTimer, subjects
 from graders.roofline_engine.operations import Operation, Tensor
 from workshop.records import write_gpu_record
 
+P = tracks.get("roofline").problem_module()
 FP32, BF16 = 4, 2
 ROWS_COLS = [(8192, 8192), (16384, 4096), (32768, 2048), (65536, 1024)]   # the track's old shape first
 CHAINS = (10, 50)   # rounds of the chain (two operations each): their difference is a launch's cost in a stream
@@ -47,8 +49,8 @@ def candidates() -> list[tuple[Operation, int]]:
                                 {"A": Tensor((m, k), "bf16"), "B": Tensor((k, m), "bf16")}, peak="bf16"),
                       BF16 * (2 * m * k + m * m)))
     for rounds in CHAINS:
-        found.append((Operation(f"chain_{rounds}", "chain", f"for _ in range({rounds}):\n    x = x * 0.5 + 1.0",
-                                {"x": Tensor((4096,))}, operations=2 * rounds), 2 * rounds * 2 * FP32 * 4096))
+        found.append((Operation(f"chain_{rounds}", "chain", P.chain_code(rounds), {"x": Tensor((P.SMALL,))},
+                                operations=2 * rounds), 2 * rounds * 2 * FP32 * P.SMALL))
     return found
 
 

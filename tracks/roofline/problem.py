@@ -36,6 +36,13 @@ TRANSPOSE = 8192             # the square fp32 matrix transposed, then summed (2
 SQUARE = 4096                # the square matmuls
 CHAIN = 10                   # rounds of the chain of tiny operations (two operations each)
 
+
+
+def chain_code(rounds: int) -> str:
+    """The chain of tiny operations: ``rounds`` rounds of a multiply and an add on ``x``."""
+    return f"for _ in range({rounds}):\n    x = x * 0.5 + 1.0"
+
+
 OPERATIONS = [
     Operation("add_small", "Elementwise add, small", "c = a + b",
               {"a": Tensor((SMALL,)), "b": Tensor((SMALL,))},
@@ -68,7 +75,7 @@ OPERATIONS = [
               text="Layer norm over each row of a 32768 x 2048 fp32 matrix, with a weight and a bias.",
               flops="Count 8 FLOPs per element of x (mean, subtraction, square, variance, normalisation, weight, "
                     "bias)."),
-    Operation("chain", "A chain of tiny operations", f"for _ in range({CHAIN}):\n    x = x * 0.5 + 1.0",
+    Operation("chain", "A chain of tiny operations", chain_code(CHAIN),
               {"x": Tensor((SMALL,))}, operations=2 * CHAIN,
               text="Twenty elementwise operations in a row (ten rounds of a multiply and an add) on 4,096 fp32 "
                    "numbers, as eager PyTorch runs them: each one its own kernel, each result written to memory "
