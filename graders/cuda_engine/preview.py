@@ -85,7 +85,8 @@ EMULATED_PTX = {
     "ld_stream": (r"^\{ \.reg \.pred (\w+); setp\.ne\.b32 \1, %5, 0; mov\.b32 %0, 0; mov\.b32 %1, 0; mov\.b32 %2, 0; "
                   r"mov\.b32 %3, 0; @\1 ld\.global\.nc(\.L1::no_allocate)?(\.L2::256B)?\.v4\.u32 \{%0, %1, %2, %3\}, "
                   r"\[%4\]; \}$"),
-    "ld_scale": r"^\{ \.reg \.pred (\w+); setp\.ne\.b32 \1, %2, 0; mov\.b16 %0, 0; @\1 ld\.global\.nc\.u16 %0, \[%1\]; \}$",
+    "ld_scale": (r"^\{ \.reg \.pred (\w+); setp\.ne\.b32 \1, %2, 0; mov\.b16 %0, 0; "
+                 r"@\1 ld\.global\.nc\.u16 %0, \[%1\]; \}$"),
     "f16x2_to_float2": (r"^\{ \.reg \.f16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.f32\.f16 %0, \1; "
                         r"cvt\.f32\.f16 %1, \2; \}$"),
     "e4m3_to_f16x2": (r"^\{ \.reg \.b16 (\w+), (\w+); mov\.b32 \{\1, \2\}, %2; cvt\.rn\.f16x2\.e4m3x2 %0, \1; "
