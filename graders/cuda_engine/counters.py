@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 from graders import settings
@@ -56,6 +57,7 @@ TIMEOUT_S = 180.0
 REFERENCE_SEED = 0   # the reference's inputs: fixed, so its count depends on nothing the submission brings
 
 _reference_counts: dict[tuple, int] = {}   # `reference_count`'s successful counts, for this process's life
+_PROFILING = threading.Lock()   # held while an ncu child runs (`count`)
 
 
 class ProfilerMissing(NeedsGPUWorker):
@@ -115,16 +117,19 @@ def ncu_binary() -> Path | None:
     return programs[-1] if programs else found
 
 
-def count(request: dict, function: str, metric: str, env: dict[str, str]) -> int:
-    """``metric`` (a name of `METRICS`) of one launch of ``function``, as the child ``request`` launches it."""
+def count(request: dict, function: str, metric: str, env: dict[str, str], timeout_s: float = TIMEOUT_S) -> int:
+    """``metric`` (a name of `METRICS`) of one launch of ``function``, as the child ``request`` launches it. One
+    ncu at a time in this process (`_PROFILING`): a GPU's counters serve one profiling process at a time, and a
+    sandboxed ncu cannot see another's lock file."""
     binary = ncu_binary()
     if binary is None:
         raise ProfilerMissing("Nsight Compute (ncu) was not found on this GPU worker: install it or set WORKSHOP_NCU")
     names = METRICS[metric][0]
     wrapper = (str(binary), "--clock-control", "none", "--metrics", ",".join(names), "--csv", "-k",
                f"regex:^{function}$")
-    child = run_child(CHILD, request, timeout_s=TIMEOUT_S, gpu=True, wrapper=wrapper, env=env)
-    refuse_starved(child, TIMEOUT_S)
+    with _PROFILING:
+        child = run_child(CHILD, request, timeout_s=timeout_s, gpu=True, wrapper=wrapper, env=env)
+    refuse_starved(child, timeout_s)
     counts = parse_csv(child.stdout, names)
     row = next((v for k, v in counts.items() if k.split("(")[0] == function), None)
     if not child.ok or row is None or set(row) != set(names):
@@ -143,7 +148,7 @@ def measuring_code() -> str:
 
 
 def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: str,
-                    env: dict[str, str]) -> tuple[int, bool]:
+                    env: dict[str, str], timeout_s: float = TIMEOUT_S) -> tuple[int, bool]:
     """(``metric`` of one launch of ``naive``'s reference at ``shape``, whether this process had counted it
     already), launched as the student's ``request`` names the spec and caps the GPU memory, on `REFERENCE_SEED`'s
     inputs: profiled once per process and key (see the module's docstring), then kept."""
@@ -157,19 +162,20 @@ def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: 
     reference_request = {"spec_path": request["spec_path"], "kernel_id": naive.id, "shape": list(shape),
                          "source": source, "seed": REFERENCE_SEED,
                          "memory_fraction": request.get("memory_fraction", 0.25)}
-    _reference_counts[key] = counted = count(reference_request, naive.function, metric, env)
+    _reference_counts[key] = counted = count(reference_request, naive.function, metric, env, timeout_s)
     return counted, False
 
 
-def measure(spec: AssignmentSpec, kernel: KernelSpec, request: dict, env: dict[str, str]) -> dict:
+def measure(spec: AssignmentSpec, kernel: KernelSpec, request: dict, env: dict[str, str],
+            timeout_s: float = TIMEOUT_S) -> dict:
     """The student's count and the ``relative_to`` reference's, both at the kernel's ``perf_shape``, the share of
     the speed points they leave (``share``), and '' or why that is less than all of them (``failure``). Raises
     `ProfilerMissing` without ncu, `ProfilingFailed` when it counts nothing."""
     rule = kernel.counter
     naive = spec.kernel(rule.relative_to)
     shape = list(kernel.perf_shape)
-    yours = count(request | {"shape": shape}, kernel.function, rule.metric, env)
-    theirs, cached = reference_count(request, naive, shape, rule.metric, env)
+    yours = count(request | {"shape": shape}, kernel.function, rule.metric, env, timeout_s)
+    theirs, cached = reference_count(request, naive, shape, rule.metric, env, timeout_s)
     measured = {"metric": rule.metric, "ncu_metrics": list(METRICS[rule.metric][0]), "shape": shape,
                 "yours": yours, "reference": theirs, "reference_cached": cached, "relative_to": naive.id,
                 "at_most": rule.at_most, "share": counter_share(yours, theirs, rule.at_most)}

@@ -50,7 +50,7 @@ from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.starvation import refuse_starved
 
 CHILD = "graders.cuda_engine.child"
-PRESANITIZE_TIMEOUT_S = 60.0   # a tool's run in `presanitize` (a whole sanitizer run took about 4.5 s on an H100)
+PREPARE_TIMEOUT_S = 60.0   # a tool's or ncu's run in `prepare` (a whole sanitizer run took about 4.5 s on an H100)
 COREDUMP_CHILD = "graders.cuda_engine.coredump_child"
 # correct, but the speed is not credited: timed faster than the hardware allows, or a SASS requirement of the
 # problem unmet (tensor cores in an FP32 GEMM); these keep their correctness points (a counter rule short of its
@@ -119,7 +119,7 @@ def grade_kernel(assignment: str | Path, kernel_id: str, source: str, *, block=N
         phases["sanitizer"] = round(time.monotonic() - started, 3)
     if profile and kernel.counter and result.status in CORRECT:
         started = time.monotonic()
-        result = counted(result, spec, kernel, request)
+        result = counted(result, spec, kernel, request, geometry)
         phases["ncu"] = round(time.monotonic() - started, 3)
     return dataclasses.replace(result, details=result.details | {"phases": phases,
                                                                  "lines_of_code": lines_of_code(source, "//")})
@@ -133,14 +133,18 @@ def _rescored(result: GradeResult, kernel: KernelSpec, status: Status, message: 
                                details=result.details | details | {"score": score.as_dict()})
 
 
-def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, request: dict) -> GradeResult:
+def counted(result: GradeResult, spec: AssignmentSpec, kernel: KernelSpec, request: dict,
+            geometry) -> GradeResult:
     """``result`` with the kernel's counter rule applied (`graders.cuda_engine.counters`): its speed points
     multiplied by the rule's share (`graders.cuda_engine.scoring.counter_share`: 1 at the rule's bound, 0 at the
     reference's count, a log scale between). Short of the bound the status is ``unmet`` whatever the share (the
     bound is the step's lesson; the points say how far the kernel got), with the share in the message. A result
-    whose speed is not credited already (``implausible``, an unmet SASS requirement) only records the counts."""
+    whose speed is not credited already (``implausible``, an unmet SASS requirement) only records the counts. The
+    counts of the test's preparation (`prepare`) stand in where they are of this launch."""
     try:
-        measured = counters.measure(spec, kernel, request, _child_env())
+        ready = _prepared(request, geometry, "counter")
+        measured = (ready | {"prepared": True} if ready is not None
+                    else counters.measure(spec, kernel, request, _child_env()))
     except counters.ProfilingFailed as exc:
         return _rescored(result, kernel, Status.GRADER_ERROR, f"the grader failed: {exc}", correct=False)
     if not measured["failure"] or not result.ok:
@@ -161,47 +165,65 @@ def _request(spec: AssignmentSpec, kernel_id: str, source: str, geometry, block,
             "memory_fraction": memory_fraction, "seed": seed, "launch_timeout_s": settings.launch_timeout_s()}
 
 
-def _sanitized_launch(request: dict, geometry) -> tuple:
-    """Which launch a compute-sanitizer run checked: the spec, the kernel, its source and its geometry."""
+def _prepared_launch(request: dict, geometry) -> tuple:
+    """Which launch a preparation (`prepare`) checked and counted: the spec, the kernel, its source and its
+    geometry."""
     return request["spec_path"], request["kernel_id"], request["source"], geometry
 
 
-def presanitize(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
-                memory_fraction: float = 0.25, sanitize: bool = True, **_) -> dict | None:
-    """`score`'s preparation: the kernel under every compute-sanitizer tool its spec names, before any kernel of
-    the submission is timed (the trusted grader runs the preparations side by side: `graders.autograde`), so that
-    `sanitized` takes these findings instead of running the tools between two timed kernels. None where the
-    sanitizer is off; raises what `graders.cuda_engine.sanitizer.sanitize` raises, also a run past
-    `PRESANITIZE_TIMEOUT_S` (a kernel that hangs: the test finds that first, and runs no tool on it)."""
-    if not sanitize or not settings.sanitize_enabled():
-        return None
+def prepare(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
+            memory_fraction: float = 0.25, sanitize: bool = True, profile: bool = True, **_) -> dict | None:
+    """`score`'s preparation, before any kernel of the submission is timed (the trusted grader runs the
+    preparations side by side: `graders.autograde`): the kernel under every compute-sanitizer tool its spec names
+    (``checked``), and its counter rule's Nsight Compute counts (``counter``, `graders.cuda_engine.counters.measure`:
+    one ncu at a time in this process), so that `sanitized` and `counted` take these instead of running between two
+    timed kernels. None where it has neither to do. Raises what `graders.cuda_engine.sanitizer.sanitize` raises,
+    also a run past `PREPARE_TIMEOUT_S` (a kernel that hangs: the test finds that first, and runs no tool on it); a
+    count that fails is left to the test (``counter_error`` says why)."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
+    sanitizing = sanitize and settings.sanitize_enabled()
+    profiling = profile and kernel.counter is not None
+    if not sanitizing and not profiling:
+        return None
     geometry = resolve_geometry(kernel, block, tile, params)
     request = _request(spec, kernel_id, source, geometry, block, tile, params, memory_fraction, hidden_seed())
     started = time.monotonic()
-    checked = sanitizer.sanitize(request, kernel, geometry, _child_env(), kernel.sanitizer_tools,
-                                 timeout_s=PRESANITIZE_TIMEOUT_S)
-    return {"launch": _sanitized_launch(request, geometry), "checked": checked,
-            "seconds": round(time.monotonic() - started, 3)}
+    value = {"launch": _prepared_launch(request, geometry), "checked": None, "counter": None}
+    if sanitizing:
+        value["checked"] = sanitizer.sanitize(request, kernel, geometry, _child_env(), kernel.sanitizer_tools,
+                                              timeout_s=PREPARE_TIMEOUT_S)
+    if profiling and not (value["checked"] or {}).get("failure"):
+        try:
+            value["counter"] = counters.measure(spec, kernel, request, _child_env(), timeout_s=PREPARE_TIMEOUT_S)
+        except Exception as exc:   # the test counts again, and says what failed
+            value["counter_error"] = f"{type(exc).__name__}: {exc}"
+    return value | {"seconds": round(time.monotonic() - started, 3)}
+
+
+def _prepared(request: dict, geometry, part: str):
+    """Part ``part`` (``checked``, ``counter``) of the running test's preparation (`prepare`) where it is of this
+    launch; else None."""
+    ready = prepared()
+    if not isinstance(ready, dict) or ready.get("launch") != _prepared_launch(request, geometry):
+        return None
+    return ready.get(part)
 
 
 def _prepared_findings(request: dict, geometry, tools: tuple[str, ...]) -> dict | None:
-    """The findings of ``tools`` on this launch from the running test's preparation (`presanitize`), in
+    """The findings of ``tools`` on this launch from the running test's preparation (`prepare`), in
     `graders.cuda_engine.sanitizer.sanitize`'s form; None where it has none of this launch or not every tool."""
-    ready = prepared()
-    if not isinstance(ready, dict) or ready.get("launch") != _sanitized_launch(request, geometry):
+    checked = _prepared(request, geometry, "checked")
+    if checked is None or not set(tools) <= set(checked["tools"]):
         return None
-    if not set(tools) <= set(ready["checked"]["tools"]):
-        return None
-    return sanitizer.for_tools(ready["checked"], tools) | {"prepared": True}
+    return sanitizer.for_tools(checked, tools) | {"prepared": True}
 
 
 def sanitized(result: GradeResult, kernel: KernelSpec, request: dict, geometry) -> GradeResult:
     """``result`` after the kernel's launch under compute-sanitizer (`graders.cuda_engine.sanitizer`): a race,
     an uninitialised read, a barrier misused or an invalid access makes it incorrect (no points), with the tool's own
     line. The tools are the spec's ``sanitizer_tools``; racecheck runs only for a kernel that uses shared memory (or
-    whose usage is unknown). The findings of the test's preparation (`presanitize`) stand in for the runs where
+    whose usage is unknown). The findings of the test's preparation (`prepare`) stand in for the runs where
     they are of this launch."""
     usage = (result.details.get("compile", {}).get("resources") or {}).get(kernel.function) or {}
     tools = tuple(t for t in kernel.sanitizer_tools if t != "racecheck" or usage.get("shared_bytes") != 0)
@@ -334,7 +356,7 @@ def _rate(per_second: float, unit: str) -> str:
     return f"{per_second / 1e9:.0f} G{unit}/s"
 
 
-@hidden_test(alone=True, prepare=presanitize)
+@hidden_test(alone=True, prepare=prepare)
 def score(assignment: str | Path, kernel_id: str, source: str, **options) -> float:
     """Points for one kernel, for an nbgrader test cell; raises `KernelFailed` unless it is correct.
 

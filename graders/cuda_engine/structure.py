@@ -280,17 +280,17 @@ def check_search(assignment: str | Path, source: str, space: dict, choice: dict)
                     rules.points)
 
 
-def presanitize_autotuned(assignment: str | Path, source: str, choice: dict, **options) -> dict | None:
-    """`score_autotuned`'s preparation: the tuned kernel's compute-sanitizer runs at the student's chosen
-    configuration (`graders.cuda_engine.grade.presanitize`); None for a choice that cannot be launched."""
-    from graders.cuda_engine.grade import presanitize
+def prepare_autotuned(assignment: str | Path, source: str, choice: dict, **options) -> dict | None:
+    """`score_autotuned`'s preparation: the tuned kernel's compute-sanitizer runs and counts at the student's
+    chosen configuration (`graders.cuda_engine.grade.prepare`); None for a choice that cannot be launched."""
+    from graders.cuda_engine.grade import prepare
     rules = load_structure(assignment).autotune
     if choice_problem(choice, rules):
         return None
-    return presanitize(assignment, rules.kernel, source, **tune_launch(choice), **options)
+    return prepare(assignment, rules.kernel, source, **tune_launch(choice), **options)
 
 
-@hidden_test(alone=True, prepare=presanitize_autotuned)
+@hidden_test(alone=True, prepare=prepare_autotuned)
 def score_autotuned(assignment: str | Path, source: str, choice: dict, **options) -> float:
     """The tuned kernel's correctness and speed, graded at the student's chosen configuration."""
     from graders.cuda_engine.grade import score

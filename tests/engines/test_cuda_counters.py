@@ -1,9 +1,12 @@
 """The profiler as a grader, on a machine without a GPU: counter rules in specs, ncu's CSV read, the child
 profiled under ncu, the reference's count kept per process, and what a count short of the rule's bound does to a
-kernel's result and its report (the scale itself: test_scoring.py). (Real ncu runs: tests/gpu.)"""
+kernel's result and its report (the scale itself: test_scoring.py); the counts a timed test's preparation makes
+standing in for the test's own. (Real ncu runs: tests/gpu.)"""
 from __future__ import annotations
 
 import dataclasses
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -12,6 +15,7 @@ from graders.cuda_engine import counters, grade
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import CounterRule, SpecError, load_spec
 from graders.gpu import GpuInfo, NeedsGPUWorker
+from graders.hidden_tests import preparation
 from graders.result import GradeResult, Status
 from graders.sandbox.run import ChildResult
 
@@ -185,7 +189,7 @@ def measured(yours: int, share: float, failure: str = "its shared-memory bank co
 def test_a_count_no_fewer_than_the_references_keeps_the_correctness_points_only(monkeypatch):
     spec = load_spec("transpose")
     monkeypatch.setattr(counters, "measure", lambda *a: measured(16_400_000, 0.0))
-    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
+    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {}, spec.kernel("padded").geometry)
     assert result.status == Status.UNMET and result.points == 1.0
     assert result.message == "correct, but its shared-memory bank conflicts ..."
     assert result.details["score"] == {"correctness": 1.0, "performance": 0.0, "max": 3.0, "total": 1.0}
@@ -205,7 +209,7 @@ def test_a_count_between_the_reference_and_the_bound_earns_its_share_of_the_spee
     ratio = (kernel.floor + kernel.target) / 2
     ok = GradeResult("linearize", Status.OK, points=2.0, max_points=3.0, target="gpu", seed=5,
                      details=timed(ratio, kernel.floor, kernel.target))
-    result = grade.counted(ok, spec, kernel, {"spec_path": str(spec.path), "seed": 5})
+    result = grade.counted(ok, spec, kernel, {"spec_path": str(spec.path), "seed": 5}, kernel.geometry)
     assert result.status == Status.UNMET and result.points == pytest.approx(1 + 2 * 0.5 * 0.68)
     assert result.details["score"]["performance"] == pytest.approx(0.68)
     assert result.message == (
@@ -227,7 +231,7 @@ def test_a_count_between_the_reference_and_the_bound_earns_its_share_of_the_spee
 def test_a_count_within_the_rule_changes_nothing_but_the_record(monkeypatch):
     spec = load_spec("transpose")
     monkeypatch.setattr(counters, "measure", lambda *a: measured(20_000, 1.0, failure=""))
-    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
+    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {}, spec.kernel("padded").geometry)
     assert result.ok and result.points == pytest.approx(2.0) and result.details["counter"]["failure"] == ""
     assert "yours is 820x fewer than the reference's: speed points x 1" in grade.report(result)
 
@@ -238,9 +242,72 @@ def test_a_profiler_that_fails_is_a_grader_error(monkeypatch):
     def broken(*args):
         raise counters.ProfilingFailed("ncu gave no shared_bank_conflicts")
     monkeypatch.setattr(counters, "measure", broken)
-    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {})
+    result = grade.counted(ok_padded(), spec, spec.kernel("padded"), {}, spec.kernel("padded").geometry)
     assert result.status == Status.GRADER_ERROR and result.points == 0
 
+
+# --- the counts prepared before the submission's first kernel is timed ----------------------------------------
+
+def prepare_padded(monkeypatch, found: str = "", counted=None) -> tuple[dict | None, list]:
+    """`grade.prepare` of the padded transpose (a counter rule) with the sanitizer finding ``found``; ``counted``
+    is what `counters.measure` returns or raises."""
+    calls = []
+    monkeypatch.setattr(grade.sanitizer, "sanitize", lambda *args, timeout_s: {
+        "shape": [33, 65], "tools": {"memcheck": found}, "failure": found, "seconds": {"memcheck": 1.0}})
+
+    def measure(spec, kernel, request, env, timeout_s):
+        calls.append((kernel.id, request["source"], timeout_s))
+        if isinstance(counted, Exception):
+            raise counted
+        return counted
+    monkeypatch.setattr(counters, "measure", measure)
+    return grade.prepare("transpose", "padded", "the source"), calls
+
+
+def test_the_preparation_counts_a_kernel_with_a_counter_rule_after_its_sanitizer_runs(monkeypatch):
+    value, calls = prepare_padded(monkeypatch, counted=measured(20_000, 1.0, failure=""))
+    assert calls == [("padded", "the source", grade.PREPARE_TIMEOUT_S)]
+    assert value["counter"] == measured(20_000, 1.0, failure="") and not value["checked"]["failure"]
+    assert grade.prepare("transpose", "padded", "the source", profile=False)["counter"] is None and len(calls) == 1
+
+
+def test_a_kernel_the_sanitizer_failed_is_not_counted_and_a_failed_count_keeps_the_findings(monkeypatch):
+    value, calls = prepare_padded(monkeypatch, found="race", counted=measured(1, 1.0))
+    assert calls == [] and value["counter"] is None and value["checked"]["failure"] == "race"
+    value, _ = prepare_padded(monkeypatch, counted=counters.ProfilingFailed("ncu gave nothing"))
+    assert value["counter"] is None and value["counter_error"] == "ProfilingFailed: ncu gave nothing"
+    assert value["checked"]["tools"] == {"memcheck": ""}
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same launch", "another source"])
+def test_the_counts_prepared_for_the_same_launch_stand_in_for_ncus_run(monkeypatch, same):
+    spec = load_spec("transpose")
+    kernel = spec.kernel("padded")
+    inline = []
+    monkeypatch.setattr(counters, "measure", lambda *a: inline.append(a) or measured(30_000, 1.0, failure=""))
+    request = {"spec_path": str(spec.path.resolve()), "kernel_id": "padded", "source": "s"}
+    launch = (request["spec_path"], "padded", "s" if same else "another", kernel.geometry)
+    with preparation({"launch": launch, "checked": None, "counter": measured(20_000, 1.0, failure="")}):
+        result = grade.counted(ok_padded(), spec, kernel, request, kernel.geometry)
+    assert result.details["counter"]["yours"] == (20_000 if same else 30_000)
+    assert result.details["counter"].get("prepared", False) == same and len(inline) == (0 if same else 1)
+
+
+def test_one_ncu_runs_at_a_time_in_a_process(monkeypatch):
+    """Preparations run side by side; each ncu child waits for the one before it."""
+    running, most = [0], [0]
+
+    def run_child(*args, **kwargs):
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        running[0] -= 1
+        return ChildResult("ok", stdout=ncu_csv("k", 1, 2))
+    monkeypatch.setattr(counters, "ncu_binary", lambda: "/usr/bin/ncu")
+    monkeypatch.setattr(counters, "run_child", run_child)
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda _: counters.count({}, "k", "shared_bank_conflicts", {}), range(4)))
+    assert counts == [3] * 4 and most[0] == 1
 
 def spec_text(counter: str) -> str:
     return f'''[assignment]

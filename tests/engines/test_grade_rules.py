@@ -51,7 +51,7 @@ def child(monkeypatch):
         return result
     monkeypatch.setattr(grade, "sanitized", sanitized)
 
-    def counted(result, spec, kernel, request):
+    def counted(result, spec, kernel, request, geometry):
         state["counted"].append((spec.name, kernel.id, request))
         return result
     monkeypatch.setattr(grade, "counted", counted)
@@ -288,7 +288,7 @@ def test_the_profiler_is_given_the_spec_kernel_request_and_environment(monkeypat
     calls = []
     measured = {"failure": "", "metric": "m"}
     monkeypatch.setattr(grade.counters, "measure", lambda *args: calls.append(args) or measured)
-    grade.counted(ok_result(), TRANSPOSE, PADDED, {"source": "s"})
+    grade.counted(ok_result(), TRANSPOSE, PADDED, {"source": "s"}, PADDED.geometry)
     assert calls == [(TRANSPOSE, PADDED, {"source": "s"}, grade._child_env())]
 
 
@@ -296,7 +296,7 @@ def test_a_profiler_failure_is_named_in_the_grader_error(monkeypatch):
     def broken(*args):
         raise grade.counters.ProfilingFailed("ncu gave nothing")
     monkeypatch.setattr(grade.counters, "measure", broken)
-    result = grade.counted(ok_result(), TRANSPOSE, PADDED, {})
+    result = grade.counted(ok_result(), TRANSPOSE, PADDED, {}, PADDED.geometry)
     assert (result.status, result.message, result.points) == (Status.GRADER_ERROR,
                                                               "the grader failed: ncu gave nothing", 0)
 
@@ -305,7 +305,7 @@ def test_a_count_over_the_rule_does_not_rescore_a_kernel_whose_speed_is_already_
     monkeypatch.setattr(grade.counters, "measure", lambda *args: {"failure": "too many conflicts"})
     unmet = GradeResult("padded", Status.UNMET, "uses tensor cores", points=1.0, max_points=3.0, target="gpu",
                         details={"score": {}})
-    result = grade.counted(unmet, TRANSPOSE, PADDED, {})
+    result = grade.counted(unmet, TRANSPOSE, PADDED, {}, PADDED.geometry)
     assert (result.status, result.message, result.points) == (Status.UNMET, "uses tensor cores", 1.0)
     assert result.details["counter"] == {"failure": "too many conflicts"}
 

@@ -206,7 +206,7 @@ def prepared_value(kernel, launch, tools: dict[str, str]) -> dict:
 
 
 def test_a_preparations_findings_of_the_same_launch_stand_in_for_the_tools_runs(monkeypatch):
-    """`score`'s preparation (`grade.presanitize`) ran every tool of the spec before any kernel was timed; the
+    """`score`'s preparation (`grade.prepare`) ran every tool of the spec before any kernel was timed; the
     timed test takes the findings of the tools it runs from it (racecheck's too, for a kernel with shared memory)."""
     kernel = spec_with(kernel={"sanitizer_tools": ["memcheck", "racecheck", "synccheck"]}).kernel("k")
     monkeypatch.setattr(grade.sanitizer, "sanitize", lambda *args: pytest.fail("the tools ran again"))
@@ -243,15 +243,15 @@ def test_the_preparation_runs_every_tool_of_the_spec_on_the_launch_the_test_grad
     monkeypatch.setattr(grade.sanitizer, "sanitize", lambda *args, timeout_s: calls.append(args) or timeouts.append(
         timeout_s) or {"shape": [1], "tools": {"memcheck": ""}, "failure": "", "seconds": {"memcheck": 1.0}})
     kernel = grade.load_spec("vecadd").kernel("add")
-    value = grade.presanitize("vecadd", "add", "the source")
+    value = grade.prepare("vecadd", "add", "the source")
     (request, sanitized_kernel, geometry, _, tools), = calls
     assert (sanitized_kernel, geometry, tools) == (kernel, kernel.geometry, kernel.sanitizer_tools)
-    assert timeouts == [grade.PRESANITIZE_TIMEOUT_S] < [sanitizer.TIMEOUT_S]
-    assert value["launch"] == grade._sanitized_launch(request, kernel.geometry) == (
+    assert timeouts == [grade.PREPARE_TIMEOUT_S] < [sanitizer.TIMEOUT_S]
+    assert value["launch"] == grade._prepared_launch(request, kernel.geometry) == (
         str(kernel_spec_path("vecadd")), "add", "the source", kernel.geometry)
-    assert grade.presanitize("vecadd", "add", "the source", sanitize=False) is None
+    assert grade.prepare("vecadd", "add", "the source", sanitize=False) is None
     monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
-    assert grade.presanitize("vecadd", "add", "the source") is None and len(calls) == 1
+    assert grade.prepare("vecadd", "add", "the source") is None and len(calls) == 1
 
 
 def kernel_spec_path(track: str):

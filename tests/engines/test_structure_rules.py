@@ -366,13 +366,13 @@ def test_a_launchable_choice_is_graded_at_its_launch(monkeypatch):
 
 def test_a_launchable_choice_is_prepared_at_its_launch_and_an_unlaunchable_one_not(monkeypatch):
     """The autotuned kernel's compute-sanitizer runs, prepared before the submission's kernels are timed, are of
-    the launch its test grades (`grade.presanitize`'s findings stand in only for the same launch)."""
+    the launch its test grades (`grade.prepare`'s findings stand in only for the same launch)."""
     calls = []
-    monkeypatch.setattr(grade, "presanitize", lambda *a, **k: calls.append((a, k)) or "prepared")
+    monkeypatch.setattr(grade, "prepare", lambda *a, **k: calls.append((a, k)) or "prepared")
     assert hidden_tests.PREPARE["score_autotuned"]("gemm", "src", BASE, budget_s=1.0) == "prepared"
     assert calls == [(("gemm", "autotuned", "src"), structure.tune_launch(BASE) | {"budget_s": 1.0})]
-    assert structure.presanitize_autotuned("gemm", "src", BASE | {"TM": 6}) is None
-    assert structure.presanitize_autotuned("gemm", "src", [1, 2]) is None and len(calls) == 1
+    assert structure.prepare_autotuned("gemm", "src", BASE | {"TM": 6}) is None
+    assert structure.prepare_autotuned("gemm", "src", [1, 2]) is None and len(calls) == 1
 
 
 def graded(status: Status, ratio: float | None) -> GradeResult:

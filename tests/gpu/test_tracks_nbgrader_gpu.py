@@ -14,6 +14,7 @@ import pytest
 from gradebook.summary import cell_scores
 from graders import tracks
 from graders.autograde import graded_cells, stored_results
+from graders.cuda_engine import counters, grade
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import load_spec
 from graders.ladder import rung_of
@@ -75,11 +76,29 @@ def test_the_reference_feedback_shows_each_kernels_numbers_and_the_chart(grading
 
 def test_the_references_sanitizer_findings_were_prepared_before_its_kernels_were_timed(grading):
     """Run after the reference is graded: each kernel that compute-sanitizer checked took the findings its test's
-    preparation made before the submission's first kernel was timed (`graders.cuda_engine.grade.presanitize`), none
+    preparation made before the submission's first kernel was timed (`graders.cuda_engine.grade.prepare`), none
     ran the tools between two timed kernels."""
     results = [r for cell in graded_cells(grading.course.autograded("reference")) for r in stored_results(cell)]
     checked = {r["test"]: r["sanitizer"] for r in results if r.get("sanitizer")}
     assert checked and all(found.get("prepared") for found in checked.values()), checked
+
+
+def test_the_references_counts_were_prepared_and_match_ncus_count_alone(grading):
+    """Run after the reference is graded: each kernel with a counter rule took the counts its test's preparation
+    made (`graders.cuda_engine.grade.prepare`), ncu beside other kernels' compute-sanitizer runs; the count of the
+    step it is compared with is the one ncu gives here, with nothing else on the GPU."""
+    spec = load_spec(grading.course.assignment)
+    results = [r for cell in graded_cells(grading.course.autograded("reference")) for r in stored_results(cell)]
+    counted = {r["test"]: r["counter"] for r in results if r.get("counter")}
+    if not any(k.counter for k in spec.kernels.values()):
+        assert not counted
+        return
+    assert counted and all(found.get("prepared") for found in counted.values()), counted
+    for found in counted.values():
+        naive = spec.kernel(found["relative_to"])
+        alone, _ = counters.reference_count({"spec_path": str(spec.path.resolve())}, naive, found["shape"],
+                                            found["metric"], grade._child_env())
+        assert alone == found["reference"], (found, alone)
 
 
 def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):
