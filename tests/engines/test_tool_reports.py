@@ -199,9 +199,9 @@ def test_the_reference_is_profiled_on_fixed_inputs_with_the_students_shape_and_m
     tiled = spec.kernel("tiled")
     shape = list(spec.kernel("padded").perf_shape)
     assert calls == [
-        (request | {"shape": shape}, "transpose_padded", "shared_bank_conflicts", {"E": "1"}),
+        (request | {"shape": shape}, "transpose_padded", "shared_bank_conflicts", {"E": "1"}, counters.TIMEOUT_S),
         ({"spec_path": "s.toml", "kernel_id": "tiled", "shape": shape, "source": tiled.reference.read_text(),
           "seed": counters.REFERENCE_SEED, "memory_fraction": 0.5}, "transpose_tiled", "shared_bank_conflicts",
-         {"E": "1"})]
+         {"E": "1"}, counters.TIMEOUT_S)]
     counters.measure(spec, spec.kernel("padded"), {"spec_path": "t.toml", "seed": 5}, {})   # not s.toml's kept count
     assert calls[-1][0]["memory_fraction"] == 0.25
