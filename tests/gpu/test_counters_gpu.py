@@ -71,9 +71,9 @@ def test_a_second_grading_profiles_only_the_students_kernel_and_the_kept_count_i
     profiled = []
     count = counters.count
 
-    def counting(request, function, metric, env):
+    def counting(request, function, metric, env, timeout_s):
         profiled.append(function)
-        return count(request, function, metric, env)
+        return count(request, function, metric, env, timeout_s)
     monkeypatch.setattr(counters, "count", counting)
     source = reference("transpose", "padded")
     first, second = grade("transpose", "padded", source), grade("transpose", "padded", source)

@@ -86,7 +86,8 @@ def test_the_references_sanitizer_findings_were_prepared_before_its_kernels_were
 def test_the_references_counts_were_prepared_and_match_ncus_count_alone(grading):
     """Run after the reference is graded: each kernel with a counter rule took the counts its test's preparation
     made (`graders.cuda_engine.grade.prepare`), ncu beside other kernels' compute-sanitizer runs; the count of the
-    step it is compared with is the one ncu gives here, with nothing else on the GPU."""
+    step it is compared with is the one ncu gives here, with nothing else on the GPU (to 0.1%: two counts of the
+    mma reference alone differed by 0.01%)."""
     spec = load_spec(grading.course.assignment)
     results = [r for cell in graded_cells(grading.course.autograded("reference")) for r in stored_results(cell)]
     counted = {r["test"]: r["counter"] for r in results if r.get("counter")}
@@ -98,7 +99,7 @@ def test_the_references_counts_were_prepared_and_match_ncus_count_alone(grading)
         naive = spec.kernel(found["relative_to"])
         alone, _ = counters.reference_count({"spec_path": str(spec.path.resolve())}, naive, found["shape"],
                                             found["metric"], grade._child_env())
-        assert alone == found["reference"], (found, alone)
+        assert abs(alone - found["reference"]) <= 0.001 * alone, (found, alone)
 
 
 def test_untouched_stub_gets_zero_with_an_error_in_each_test_cell(grading):

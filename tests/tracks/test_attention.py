@@ -264,7 +264,7 @@ def test_causal_counter_rule_at_its_edge(monkeypatch, share, passes):
     reference_count = 1_000_000
     calls = []
 
-    def count(request, function, metric, env):
+    def count(request, function, metric, env, timeout_s):
         calls.append((request["kernel_id"], function, metric, tuple(request["shape"])))
         return round(share * reference_count) if function == "flash_tc_causal" else reference_count
 
