@@ -22,6 +22,10 @@ from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers, reference_answers
 
 
+# nbgrader's log lines that time the trusted grading's stages (`graders.autograde._Grading`)
+STAGE_LINES = ("timed hidden tests prepared in", "timed hidden tests begin")
+
+
 def answers_of(track: str, submission: str) -> dict[str, str]:
     if submission == "stub":
         return {}
@@ -56,11 +60,15 @@ def main() -> None:
                 total.update(seconds)
                 print(f"  {kernel}: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
             summed = {k: round(v, 2) for k, v in total.most_common()}
+            stages = [line.split("] ", 1)[-1] for line in grading.logs[student].splitlines()
+                      if any(s in line for s in STAGE_LINES)]
+            for line in stages:
+                print(f"  {line}")
             print(f"{student}: {grading.seconds[student]} s, {sum(scores.values()):g} points; kernels' phases "
                   f"summed: {summed}", flush=True)
             graded.append({"submission": submission, "seconds": grading.seconds[student],
                            "points": sum(scores.values()), "scores": scores, "kernel_phases": phases,
-                           "phases_summed": summed})
+                           "phases_summed": summed, "stages": stages})
     write_gpu_record(f"grading-time-{args.track}", f"nbgrader autograde of {args.track} submissions "
                      f"({', '.join(args.submissions)}) at the spec's timing budget, with each kernel's phases",
                      {"submissions": graded}, dists=("nbgrader",), folder=args.track)

@@ -52,9 +52,14 @@ def release(course: Path, assignment: str):
 
 def autograde(course: Path, assignment: str, student: str) -> float:
     """``nbgrader autograde`` one student's submission; returns the seconds it took."""
+    return autograde_logged(course, assignment, student)[0]
+
+
+def autograde_logged(course: Path, assignment: str, student: str) -> tuple[float, str]:
+    """``nbgrader autograde`` one student's submission: the seconds it took and nbgrader's log."""
     start = time.monotonic()
-    nbgrader(course, "autograde", assignment, f"--student={student}", "--force")
-    return time.monotonic() - start
+    proc = nbgrader(course, "autograde", assignment, f"--student={student}", "--force")
+    return time.monotonic() - start, proc.stdout + proc.stderr
 
 
 class Course:
@@ -73,6 +78,9 @@ class Course:
     def autograde(self, student: str) -> float:
         return autograde(self.root, self.assignment, student)
 
+    def autograde_logged(self, student: str) -> tuple[float, str]:
+        return autograde_logged(self.root, self.assignment, student)
+
     def scores(self, student: str) -> dict[str, float]:
         """The student's points per graded cell, by grade_id, from the gradebook."""
         from gradebook.summary import cell_scores
@@ -88,16 +96,19 @@ class Course:
 
 
 class Autograding:
-    """Submissions to one course, autograded one at a time: the seconds each took and its per-cell scores."""
+    """Submissions to one course, autograded one at a time: the seconds each took, its per-cell scores and
+    nbgrader's log."""
 
     def __init__(self, course: Course):
         self.course = course
         self.seconds: dict[str, float] = {}
         self.scores: dict[str, dict[str, float]] = {}
+        self.logs: dict[str, str] = {}
 
     def grade(self, student: str, answers: dict[str, str]) -> dict[str, float]:
         self.course.submit(student, answers)
-        self.seconds[student] = round(self.course.autograde(student), 1)   # raises if nbgrader fails
+        seconds, self.logs[student] = self.course.autograde_logged(student)   # raises if nbgrader fails
+        self.seconds[student] = round(seconds, 1)
         self.scores[student] = scores = self.course.scores(student)
         print(f"\n{student}: {self.seconds[student]} s, {scores}")
         return scores
