@@ -50,15 +50,18 @@
 #                                              # reference, stub, every known-wrong solution (transpose also: a
 #                                              # correct-but-slow submission and the score/timer forger); K, a
 #                                              # pytest -k expression, selects a part ("known_wrong")
+#   bash benchmarks/gpu_trusted.sh pack        # every file in $OUT into one $OUT/results-<date-time>.tgz: a device
+#                                              # call brings back at most 8 files, and a call of several stages
+#                                              # writes more (run it last; unpack the tarball into benchmarks/results)
 # Run from the repo root after `source .whl/prelude.sh`. On the lent H200 bubblewrap is an unpacked .deb:
 # carry `.debs` (made here with `apt-get download bubblewrap`, and for `fleet` also
 # `apt-get download redis-server redis-tools libjemalloc2 liblzf1`) and this script unpacks it.
 # Records land in benchmarks/results/<track>/ (platform/ for the sandbox, tools and fleet stages), their logs
 # beside them (<name>-<date>-<hour><minute>.log); with $OUT set (a device run) the logs go to $OUT, and the
 # records are copied there too.
-# STAGE_LIMIT_S=N stops each pytest stage after N seconds instead of its own limit. Bound a stage that way, never by
-# wrapping this script in `timeout`: that stops the script, not its pytest, which runs on beside the next command
-# and shares the GPU with it.
+# STAGE_LIMIT_S=N stops each stage (each run of a stage that runs several) after N seconds instead of its own limit.
+# Bound a stage that way, never by wrapping this script in `timeout`: that stops the script, not its pytest, which
+# runs on beside the next command and shares the GPU with it.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-}"
@@ -124,7 +127,7 @@ case "${1:-cases}" in
       for part in "${*:1:$half}" "${*:$((half + 1))}"; do
         [ -n "$part" ] || continue
         log=$(logfile "$track" "regrade-$track-${part%% *}")
-        timeout 280 python3 -m benchmarks.regrade_spread --track "$track" --kernels "${part// /,}" --regrades 5 \
+        timeout "${STAGE_LIMIT_S:-280}" python3 -m benchmarks.regrade_spread --track "$track" --kernels "${part// /,}" --regrades 5 \
           --budget 2 > "$log" 2>&1 || rc=1
         echo "[gpu_trusted] regrade $track ${part}: $(grep -c '^[a-z0-9_]*: ratio' "$log") ok"
       done
@@ -140,7 +143,7 @@ case "${1:-cases}" in
     for gpu in $(cut -d' ' -f1 /tmp/timing-plan | sort -un); do
       (for track in $(awk -v g="$gpu" '$1 == g {print $2}' /tmp/timing-plan); do
          log=$(logfile "$track" "grading-time-$track")
-         CUDA_VISIBLE_DEVICES=$gpu timeout 560 python3 -m benchmarks.grading_time --track "$track" > "$log" 2>&1
+         CUDA_VISIBLE_DEVICES=$gpu timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.grading_time --track "$track" > "$log" 2>&1
          echo "[gpu_trusted] timing $track (GPU $gpu): rc $?; $(grep -E '^(reference|stub)[0-9]+:' "$log" | cut -c1-60 | tr '\n' ' ')"
        done) &
       pids+=($!)
@@ -152,7 +155,7 @@ case "${1:-cases}" in
     n=$(gpu_count) i=0 pids=()
     for track in "$@"; do
       log=$(logfile "$track" "regrade-$track")
-      (CUDA_VISIBLE_DEVICES=$((i % n)) timeout 560 python3 -m benchmarks.regrade_spread --track "$track" --regrades 5 \
+      (CUDA_VISIBLE_DEVICES=$((i % n)) timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.regrade_spread --track "$track" --regrades 5 \
          --budget 2 > "$log" 2>&1
        echo "[gpu_trusted] regrade $track: $(grep -c '^[a-z0-9_]*: ratio' "$log") ok") &
       pids+=($!); i=$((i + 1))
@@ -223,6 +226,12 @@ case "${1:-cases}" in
   transpose)
     run transpose transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py \
       tests/gpu/test_transpose_nbgrader_gpu.py -k transpose ;;
+  pack)
+    [ -n "$OUT" ] || { echo "pack: no \$OUT (a device run's)" >&2; exit 2; }
+    packed="results-$(date +%Y%m%d-%H%M%S).tgz"
+    (cd "$OUT" && find . -type f ! -name 'results-*.tgz' | sort | tar czf "/tmp/$packed" -T - \
+      && find . -type f ! -name 'results-*.tgz' -delete && find . -mindepth 1 -type d -empty -delete \
+      && mv "/tmp/$packed" . && tar tzf "$packed") ;;
   *)
     [ -d "tracks/$1" ] || { echo "usage: $0 cases|TRACK" >&2; exit 2; }
     run "$1" "$1-track-nbgrader-gpu" 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py -k "$1${2:+ and ($2)}" ;;
