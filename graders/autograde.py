@@ -56,7 +56,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets import Integer
 
-from graders import tracks
+from graders import settings, tracks
 from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
@@ -328,9 +328,12 @@ class _Grading:
         """The preparations of the timed tests ``alone`` (those that have one), side by side; each one's value is
         kept for its test (`_grade`). One that raises is logged, and its test does that work itself."""
         jobs = [g for g in alone if self.calls[g][0] in PREPARE and not isinstance(self.calls[g][1], Exception)]
-        if not jobs:
-            return
         started, workers = time.monotonic(), preparing_workers()
+        if jobs and not workers:
+            self.log.info("%d timed hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0): each does that work "
+                          "itself", len(jobs))
+        if not jobs or not workers:
+            return
         with ThreadPoolExecutor(min(workers, len(jobs))) as pool:
             for grade_id, value in zip(jobs, pool.map(self._prepare_one, jobs)):
                 if value is not None:
@@ -415,9 +418,11 @@ PREPARING_AT_MOST = 4   # timed tests' preparations at once: a CUDA kernel's is 
 
 
 def preparing_workers() -> int:
-    """How many timed tests' preparations run at once: a quarter of the CPUs this process may use, at least one and
-    at most `PREPARING_AT_MOST` (a container's CPU quota does not show in its affinity)."""
-    return max(1, min(PREPARING_AT_MOST, len(os.sched_getaffinity(0)) // 4))
+    """How many timed tests' preparations run at once: ``WORKSHOP_PREPARING_WORKERS`` where it is set (0: none is
+    prepared), else a quarter of the CPUs this process may use, at least one and at most `PREPARING_AT_MOST` (a
+    container's CPU quota does not show in its affinity)."""
+    chosen = settings.preparing_workers()
+    return chosen if chosen is not None else max(1, min(PREPARING_AT_MOST, len(os.sched_getaffinity(0)) // 4))
 
 
 def phase_lines(grade_id: str, results) -> list[str]:

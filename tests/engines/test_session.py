@@ -8,6 +8,7 @@ import sys
 import time
 import uuid
 
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from graders import autograde, hidden_tests
@@ -189,6 +190,31 @@ def test_the_timed_tests_preparations_run_side_by_side_before_the_first_of_them_
     assert "2 of 4 timed hidden tests prepared" in " ".join(log.lines)
     assert any(line.startswith("timed1: not prepared (RuntimeError: no compute-sanitizer here)") for line in log.lines)
 
+
+@pytest.mark.parametrize("value, workers", [("", None), ("0", 0), ("3", 3), ("-1", ValueError), ("two", ValueError)])
+def test_the_preparations_at_once_are_the_settings_where_it_is_set(monkeypatch, value, workers):
+    monkeypatch.setenv("WORKSHOP_PREPARING_WORKERS", value)
+    if workers is ValueError:
+        with pytest.raises(ValueError, match="WORKSHOP_PREPARING_WORKERS"):
+            autograde.preparing_workers()
+    elif workers is None:
+        assert 1 <= autograde.preparing_workers() <= autograde.PREPARING_AT_MOST
+    else:
+        assert autograde.preparing_workers() == workers
+
+
+def test_with_no_preparing_workers_each_timed_test_does_its_own_work(monkeypatch):
+    calls = []
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", lambda name: calls.append(("timed", hidden_tests.prepared())))
+    monkeypatch.setitem(autograde.PREPARE, "timed", lambda name: calls.append(("prepared", name)))
+    monkeypatch.setattr(hidden_tests, "RUN_ALONE", hidden_tests.RUN_ALONE | {"timed"})
+    monkeypatch.setattr(autograde, "RUN_ALONE", hidden_tests.RUN_ALONE)
+    monkeypatch.setenv("WORKSHOP_PREPARING_WORKERS", "0")
+    log = _Log()
+    cells = [new_code_cell("timed('t')", metadata={"nbgrader": {"grade_id": "t"}})]
+    autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=60).finish()
+    assert calls == [("timed", None)]
+    assert "1 timed hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0)" in " ".join(log.lines)
 
 def fork(env, **request):
     return run_child(SERVED, request, timeout_s=30, env=env, forked=True)
