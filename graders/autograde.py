@@ -56,7 +56,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets import Integer
 
-from graders import settings, tracks
+from graders import tracks
 from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
@@ -418,11 +418,17 @@ PREPARING_AT_MOST = 4   # timed tests' preparations at once: a CUDA kernel's is 
 
 
 def preparing_workers() -> int:
-    """How many timed tests' preparations run at once: ``WORKSHOP_PREPARING_WORKERS`` where it is set (0: none is
-    prepared), else a quarter of the CPUs this process may use, at least one and at most `PREPARING_AT_MOST` (a
-    container's CPU quota does not show in its affinity)."""
-    chosen = settings.preparing_workers()
-    return chosen if chosen is not None else max(1, min(PREPARING_AT_MOST, len(os.sched_getaffinity(0)) // 4))
+    """How many timed tests' preparations run at once: ``WORKSHOP_PREPARING_WORKERS`` where it is set (a whole
+    number; 0: none is prepared, each test does that work itself), else a quarter of the CPUs this process may use,
+    at least one and at most `PREPARING_AT_MOST` (a container's CPU quota does not show in its affinity); `ValueError`
+    for another value. Read here, not in `graders.settings`: the grading children import that module, and a
+    change there is a change of the measuring code that every measured record names."""
+    text = os.environ.get("WORKSHOP_PREPARING_WORKERS", "").strip()
+    if not text:
+        return max(1, min(PREPARING_AT_MOST, len(os.sched_getaffinity(0)) // 4))
+    if not text.isdigit():
+        raise ValueError(f"WORKSHOP_PREPARING_WORKERS={text!r} is not a whole number of at least 0")
+    return int(text)
 
 
 def phase_lines(grade_id: str, results) -> list[str]:

@@ -26,8 +26,6 @@ Settings (environment variables):
 - ``WORKSHOP_PERF_BUDGET_S``: seconds of timed runs per CUDA kernel (default: the spec's budget);
 - ``WORKSHOP_CUOBJDUMP``, ``WORKSHOP_NVDISASM``, ``WORKSHOP_COMPUTE_SANITIZER``: the tools to use;
 - ``WORKSHOP_SANITIZE=off``: skip the compute-sanitizer runs of CUDA kernels (`graders.cuda_engine.sanitizer`);
-- ``WORKSHOP_PREPARING_WORKERS``: timed tests' preparations at once under autograde (a whole number; 0: none, each
-  test does that work itself; default: a quarter of the CPUs, 1 to 4; `graders.autograde.preparing_workers`);
 - ``WORKSHOP_GRADEBOOK_URL``: the gradebook's database URL (default: ``sqlite:///gradebook.db``).
 """
 from __future__ import annotations
@@ -127,17 +125,6 @@ def tool_override(name: str) -> str | None:
 def sanitize_enabled() -> bool:
     """False only when ``WORKSHOP_SANITIZE=off``."""
     return os.environ.get("WORKSHOP_SANITIZE", "").strip().lower() != "off"
-
-
-def preparing_workers() -> int | None:
-    """``WORKSHOP_PREPARING_WORKERS`` as a whole number of at least 0, or None when it is unset; `ValueError`
-    otherwise."""
-    text = os.environ.get("WORKSHOP_PREPARING_WORKERS", "").strip()
-    if not text:
-        return None
-    if not text.isdigit():
-        raise ValueError(f"WORKSHOP_PREPARING_WORKERS={text!r} is not a whole number of at least 0")
-    return int(text)
 
 
 def gradebook_url() -> str:
