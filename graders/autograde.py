@@ -328,11 +328,12 @@ class _Grading:
         """The preparations of the timed tests ``alone`` (those that have one), side by side; each one's value is
         kept for its test (`_grade`). One that raises is logged, and its test does that work itself."""
         jobs = [g for g in alone if self.calls[g][0] in PREPARE and not isinstance(self.calls[g][1], Exception)]
+        if not jobs:
+            return
         started, workers = time.monotonic(), preparing_workers()
-        if jobs and not workers:
+        if not workers:
             self.log.info("%d timed hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0): each does that work "
                           "itself", len(jobs))
-        if not jobs or not workers:
             return
         with ThreadPoolExecutor(min(workers, len(jobs))) as pool:
             for grade_id, value in zip(jobs, pool.map(self._prepare_one, jobs)):
