@@ -1,5 +1,6 @@
 """Child handler (run by `graders.sandbox.run.run_child` in a GPU sandbox): time every operation of a roofline
-track, and one PyTorch operation on a one-element tensor (the worker's launch overhead), on this GPU.
+track, and the worker's two launch figures, on this GPU: one PyTorch operation on a one-element tensor (a launch
+alone) and `STREAM_LAUNCHES` of them in a row (each further one adds a launch in a stream).
 
 No student code runs here: the operations are the track's own (``problem.py``). What is timed is what a line of
 eager PyTorch costs: `EagerTimer` flushes L2 (writes a buffer twice its size), waits until the GPU is idle, then
@@ -18,7 +19,9 @@ from graders import tracks
 from graders.cuda_engine.timing import Subject, Timer, environment, l2_cache_bytes
 from graders.roofline_engine.operations import timed_function
 
-LAUNCH = "launch"   # the subject that measures the launch overhead: x.add_(1.0) on one element
+LAUNCH = "launch"   # the subject that measures a launch alone: x.add_(1.0) on one element
+STREAM = "stream"   # STREAM_LAUNCHES of those in a row: the first alone, the rest in a stream of launches
+STREAM_LAUNCHES = 20
 WARMUP_S = 0.5
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16"}
 
@@ -53,7 +56,7 @@ class EagerTimer(Timer):
 
 
 def subjects(operations, torch, device: str = "cuda") -> dict[str, Subject]:
-    """A subject per operation (its inputs on ``device``, drawn afresh before every run) and `LAUNCH`."""
+    """A subject per operation (its inputs on ``device``, drawn afresh before every run), `LAUNCH` and `STREAM`."""
     namespace = {"torch": torch, "F": torch.nn.functional}
     found = {}
     for op in operations:
@@ -64,12 +67,24 @@ def subjects(operations, torch, device: str = "cuda") -> dict[str, Subject]:
                                prepare=lambda tensors=tensors: [t.normal_() for t in tensors])
     one = torch.zeros(1, device=device)
     found[LAUNCH] = Subject(run=lambda: one.add_(1.0), prepare=one.zero_)
+
+    def stream() -> None:
+        for _ in range(STREAM_LAUNCHES):
+            one.add_(1.0)
+
+    found[STREAM] = Subject(run=stream, prepare=one.zero_)
     return found
 
 
+def launch_in_stream_s(alone_s: float, stream_s: float) -> float:
+    """What each further launch in a stream adds: the `STREAM` subject's time beyond one launch alone, per launch."""
+    return max(stream_s - alone_s, 0.0) / (STREAM_LAUNCHES - 1)
+
+
 def handle(request: dict) -> dict:
-    """Time every operation of ``request["assignment"]``: ``{"launch_overhead_s", "operations": {id: Stats},
-    "environment"}`` (`graders.cuda_engine.timing.Stats` as dicts; the environment with the GPU's peaks)."""
+    """Time every operation of ``request["assignment"]``: ``{"launch_overhead_s", "launch_in_stream_s",
+    "operations": {id: Stats}, "environment"}`` (`graders.cuda_engine.timing.Stats` as dicts; the environment with
+    the GPU's peaks)."""
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -77,6 +92,7 @@ def handle(request: dict) -> dict:
     timer = EagerTimer(subjects(operations, torch))
     stats = timer.measure(request["budget_s"], rse_target=request.get("rse_target", 0.01),
                           min_samples=request.get("min_samples", 50), min_time_s=request.get("min_time_s", 2.0))
-    return {"launch_overhead_s": stats[LAUNCH].median_s,
+    alone = stats[LAUNCH].median_s
+    return {"launch_overhead_s": alone, "launch_in_stream_s": launch_in_stream_s(alone, stats[STREAM].median_s),
             "operations": {op.id: stats[op.id].as_dict() for op in operations},
             "environment": environment()}

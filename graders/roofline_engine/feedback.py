@@ -75,16 +75,17 @@ def roofline_png(results: list[dict]) -> bytes:
 
 
 def table(results: list[dict]) -> str:
-    """Every graded operation as a row: the regimes, the intensities, the predicted and measured times, the ratio,
-    the points, as HTML."""
+    """Every graded operation as a row: the regimes, the intensities, the predicted and measured times, the
+    measurement translated to the reference GPU (what the prediction is graded against), the ratio, the points, as
+    HTML."""
     head = ["operation", "your regime", "the key's", "the measurement shows", "your intensity", "the key's",
-            "your time", "measured", "ratio", "points"]
+            "your time", "measured", "on the reference GPU", "ratio", "points"]
     rows = []
     for r in results:
         g = r["roofline"]
         rows.append([g["op"], g["answer"]["regime"], g["regime"], g["shown"], f"{g['answer']['intensity']:.4g}",
                      f"{g['intensity']:.4g}", f"{g['answer']['time_us']:,.4g} µs", f"{g['measured_s'] * 1e6:,.4g} µs",
-                     f"{g['ratio']:.2f}x", f"{g['points']:g} / {g['max_points']:g}"])
+                     f"{g['translated_s'] * 1e6:,.4g} µs", f"{g['ratio']:.2f}x", f"{g['points']:g} / {g['max_points']:g}"])
     cells = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
                     for row in rows)
     header = "<tr>" + "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in head) + "</tr>"

@@ -1,8 +1,9 @@
 """Grading a prediction (`predict`, the hidden test), checking its form (`check_prediction`, the graded cell's public
 part) and the worker's measurement (`worker_measurement`), made once per grading process.
 
-The key (``key.py``: each operation's regime, FLOPs and bytes, and the reference answers) is read in the trusted
-grader's process only, as a quiz's is (`graders.quiz_engine`). The measurement involves no student input: it is
+The key (``key.py``: each operation's regime, FLOPs and bytes, the reference answers, and ``model`` and
+``figures``, which give the key's times on any GPU's figures: `translation`) is read in the trusted grader's
+process only, as a quiz's is (`graders.quiz_engine`). The measurement involves no student input: it is
 made in a sandboxed GPU child the first time a process grades the track and reused for every submission that
 process grades (`nbgrader autograde roofline`: the whole class against one measurement); torch and CUDA stay out
 of nbgrader's process.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import os
 import sys
 import threading
@@ -81,6 +83,16 @@ def check_prediction(assignment: str, op_id: str, answer) -> None:
     print(f"✓ {op_id}: answered {answer!r} (graded against the worker's measurement once you hand it in)")
 
 
+def translation(assignment: str, op_id: str, w: scoring.Worker) -> float:
+    """What a measurement of ``op_id`` on worker ``w`` is multiplied by to stand for one on the course's reference GPU,
+    whose figures the student predicts with: the key's time there over the key's time on ``w``'s own figures
+    (bandwidth, peaks, both launch figures as measured). 1 where the key cannot say (a peak the grader does not
+    know for this GPU)."""
+    k = key(assignment)
+    on_worker = k.model(k.figures(w))[op_id]["time_us"]
+    return k.WORK[op_id]["time_us"] / on_worker if math.isfinite(on_worker) and on_worker > 0 else 1.0
+
+
 _measured: dict[str, dict] = {}
 _measuring = threading.Lock()
 
@@ -115,7 +127,8 @@ def measure(assignment: str) -> dict:
 
 @hidden_test(alone=True)
 def predict(assignment: str, op_id: str, answer) -> float:
-    """The hidden test of one operation: its points (regime, intensity, time against the worker's measurement), or
+    """The hidden test of one operation: its points (regime, intensity, time against the worker's measurement,
+    translated to the reference GPU: `translation`), or
     `AnswerFailed` for an answer not written or of the wrong form. Without a GPU `graders.gpu.NeedsGPUWorker`: the
     trusted grader stops the submission instead of recording zeros. Runs alone (`hidden_test(alone=True)`): the
     first call of a process measures, with nothing else running on the worker."""
@@ -130,7 +143,8 @@ def predict(assignment: str, op_id: str, answer) -> float:
     measurement = worker_measurement(assignment)
     figures = spec(assignment)
     w = scoring.worker(measurement, figures["reference_gpu"], figures.get("datasheet_peaks"))
-    graded = scoring.grade(op, answer, key(assignment).WORK[op_id], measurement["operations"][op_id], w, rules)
+    graded = scoring.grade(op, answer, key(assignment).WORK[op_id], measurement["operations"][op_id], w, rules,
+                           scale=translation(assignment, op_id, w))
     status = Status.OK if graded.points == rules.max_points else Status.INCORRECT
     publish(GradeResult(op_id, status, "" if status == Status.OK else "not every part right",
                         points=graded.points, max_points=rules.max_points, target="gpu",

@@ -43,6 +43,13 @@ def worker_table(gpu: dict) -> str:
     return f"| {gpu['name']} | | from |\n| --- | --- | --- |\n{body}"
 
 
+TRANSLATED = """\
+Predict with these figures. A grading worker whose figures differ (another GPU, or a host whose launches cost more)
+measures there and translates each measurement to this GPU before grading it: times the key's time here over the
+key's time with the worker's own bandwidth, peaks and launch figures, the same reasoning you use. The feedback shows
+both times."""
+
+
 def how(rules: Rules) -> str:
     p = rules.points
     return f"""
@@ -96,7 +103,7 @@ def build(name: str) -> nbformat.NotebookNode:
     rules = Rules.from_spec(whole["assignment"])
     cells = [markdown(f"# {problem.TITLE}\n\n{problem.INTRO.strip()}"),
              markdown(f"## The worker\n\nThe course's reference GPU, on which your predictions are graded:\n\n"
-                      f"{worker_table(whole['reference_gpu'])}"),
+                      f"{worker_table(whole['reference_gpu'])}\n\n{TRANSLATED}"),
              markdown(how(rules)), locked(SETUP, "setup")]
     empty = "{" + ", ".join(f'"{field}": None' for field in FIELDS) + "}"
     for number, op in enumerate(problem.OPERATIONS, start=1):

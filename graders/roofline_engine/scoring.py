@@ -7,7 +7,10 @@ answered), so every rule here is tested without a GPU.
 - intensity: within ``intensity_rel_tol`` (10%) of the key's FLOPs over bytes;
 - time: the ratio r = max(predicted / measured, measured / predicted); full points for r <= ``time_full_within``
   (2), none for r >= ``time_none_beyond`` (4), between them a share linear in log r: (log 4 - log r) / (log 4 -
-  log 2), that is 2 - log2(r) at the spec's 2 and 4 (`time_share`).
+  log 2), that is 2 - log2(r) at the spec's 2 and 4 (`time_share`). The student predicts with the reference GPU's
+  figures (the notebook's); on a worker whose figures differ (another GPU, slower launches) the measurement is
+  first translated to the reference GPU: times ``scale``, the key's time on the reference GPU over the key's time
+  on this worker's own figures (`graders.roofline_engine.grade.translation`).
 
 What a measurement shows (`fractions`, `shown`): the bytes moved per second as a share of the worker's memory
 bandwidth, the FLOPs per second as a share of the peak the operation's arithmetic runs at, and the launch overhead
@@ -21,6 +24,7 @@ from dataclasses import asdict, dataclass
 from graders.roofline_engine.operations import PEAKS, REGIMES, Operation
 
 PARTS = ("regime", "intensity", "time")
+TRANSLATION_SHOWN = 0.005   # the report names the translated time where the scale differs from 1 by more
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,8 @@ class Rules:
 @dataclass(frozen=True)
 class Worker:
     """The grading worker's figures: the GPU's name, its memory bandwidth (bytes/s) and peak rates (FLOP/s, by
-    `PEAKS` key: those known), L2 bytes, SMs, the launch overhead of one operation alone measured beside the
-    operations (s), and what each further one in a stream of launches adds (s: the spec's figure)."""
+    `PEAKS` key: those known), L2 bytes, SMs, the launch overhead of one operation alone and what each further one
+    in a stream of launches adds (s), both measured beside the operations."""
 
     gpu: str
     bandwidth: float
@@ -70,8 +74,8 @@ def worker(measurement: dict, reference: dict, datasheets: dict | None = None) -
     """The worker of ``measurement`` (the child's answer): bandwidth and FP32 peak from its GPU's clocks and widths
     (`graders.cuda_engine.timing.peaks`), the tensor-core peaks (a datasheet's, not derivable from the clocks) from
     ``reference`` (the spec's ``[reference_gpu]``) where the worker is that GPU, else from ``datasheets`` (the spec's
-    ``[datasheet_peaks]``, by GPU name) where it names it; the launch overhead alone as measured, in a stream the
-    reference's ``launch_in_stream_us``."""
+    ``[datasheet_peaks]``, by GPU name) where it names it; the two launch figures as measured (a measurement
+    without the in-stream one takes the reference's ``launch_in_stream_us``)."""
     env = measurement["environment"]
     same = env.get("gpu") == reference["name"]
     read = env.get("peaks", {})
@@ -79,9 +83,9 @@ def worker(measurement: dict, reference: dict, datasheets: dict | None = None) -
     sheet = reference if same else (datasheets or {}).get(env.get("gpu"), {})
     peaks |= {name: sheet[f"{name}_tflops"] * 1e12 for name in ("tf32", "bf16", "fp8") if f"{name}_tflops" in sheet}
     bandwidth = read.get("dram") or (reference["hbm_tb_s"] * 1e12 if same else math.nan)
+    stream = measurement.get("launch_in_stream_s", reference["launch_in_stream_us"] * 1e-6)
     return Worker(env.get("gpu", "?"), bandwidth, {k: v for k, v in peaks.items() if v}, int(env.get("l2_bytes", 0)),
-                  int(env.get("sms", 0)), float(measurement["launch_overhead_s"]),
-                  reference["launch_in_stream_us"] * 1e-6)
+                  int(env.get("sms", 0)), float(measurement["launch_overhead_s"]), float(stream))
 
 
 def time_share(predicted_s: float, measured_s: float, rules: Rules) -> tuple[float, float]:
@@ -120,9 +124,10 @@ class Graded:
     regime: str                  # the key's, and its FLOPs and bytes
     flops: float
     bytes: float
-    measured_s: float
+    measured_s: float            # on the worker
     samples: int
-    ratio: float                 # of the predicted time to the measured one, whichever way is larger
+    scale: float                 # the measurement's translation to the reference GPU (`grade`)
+    ratio: float                 # of the predicted time to the translated one, whichever way is larger
     time_share: float            # of the time points
     parts: dict[str, float]
     max_points: float
@@ -133,6 +138,11 @@ class Graded:
         return self.flops / self.bytes
 
     @property
+    def translated_s(self) -> float:
+        """The measurement translated to the reference GPU: what the prediction is graded against."""
+        return self.measured_s * self.scale
+
+    @property
     def points(self) -> float:
         return round(sum(self.parts.values()), 4)
 
@@ -141,22 +151,26 @@ class Graded:
         return shown(self.shares)
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"intensity": self.intensity, "points": self.points, "shown": self.shown}
+        return asdict(self) | {"intensity": self.intensity, "points": self.points, "shown": self.shown,
+                               "translated_s": self.translated_s}
 
 
-def grade(op: Operation, answer: dict, work: dict, stats: dict, w: Worker, rules: Rules) -> Graded:
+def grade(op: Operation, answer: dict, work: dict, stats: dict, w: Worker, rules: Rules,
+          scale: float = 1.0) -> Graded:
     """``answer`` (of the right form: `graders.roofline_engine.operations.form_problem`) against the key's ``work``
     (``regime``, ``flops``, ``bytes``) and the measurement's ``stats`` of this operation (``median_s``,
-    ``samples``)."""
+    ``samples``), its time against the measurement times ``scale`` (the key's time on the reference GPU over its
+    time on this worker: 1 on a worker of the reference GPU's figures)."""
     intensity = work["flops"] / work["bytes"]
     measured = stats["median_s"]
-    ratio, share = time_share(answer["time_us"] * 1e-6, measured, rules)
+    ratio, share = time_share(answer["time_us"] * 1e-6, measured * scale, rules)
     parts = {"regime": rules.points["regime"] * (answer["regime"] == work["regime"]),
              "intensity": rules.points["intensity"] * (abs(answer["intensity"] - intensity)
                                                        <= rules.intensity_rel_tol * intensity),
              "time": round(rules.points["time"] * share, 4)}
     return Graded(op.id, dict(answer), work["regime"], work["flops"], work["bytes"], measured,
-                  int(stats.get("samples", 0)), ratio, share, parts, rules.max_points, fractions(op, work, measured, w))
+                  int(stats.get("samples", 0)), scale, ratio, share, parts, rules.max_points,
+                  fractions(op, work, measured, w))
 
 
 def _rate(value: float, unit: str) -> str:
@@ -184,11 +198,15 @@ def shows(op: Operation, g: Graded, w: Worker) -> str:
 def report(op: Operation, g: Graded, w: Worker, rules: Rules) -> str:
     """The lines the student reads under the graded cell."""
     p, a = g.parts, g.answer
-    way = "over" if a["time_us"] * 1e-6 > g.measured_s else "under"
+    way = "over" if a["time_us"] * 1e-6 > g.translated_s else "under"
+    measured = f"  measured on the worker ({w.gpu}): {g.measured_s * 1e6:,.1f} µs (median of {g.samples} runs)"
+    if abs(g.scale - 1) > TRANSLATION_SHOWN:
+        measured += (f", {g.translated_s * 1e6:,.1f} µs on the reference GPU (x {g.scale:.3g}: the key's time there "
+                     "over its time on this worker's figures)")
     lines = [f"{op.id}: {g.points:g} / {g.max_points:g} points",
-             f"  measured on the worker ({w.gpu}): {g.measured_s * 1e6:,.1f} µs (median of {g.samples} runs); "
-             f"you predicted {a['time_us']:,.4g} µs, {g.ratio:.2f}x {way} ({p['time']:g} / {rules.points['time']:g} points: full within {rules.time_full_within:g}x, none "
-             f"beyond {rules.time_none_beyond:g}x)"]
+             f"{measured}; you predicted {a['time_us']:,.4g} µs, {g.ratio:.2f}x {way} ({p['time']:g} / "
+             f"{rules.points['time']:g} points: full within {rules.time_full_within:g}x, none beyond "
+             f"{rules.time_none_beyond:g}x)"]
     if p["regime"]:
         lines.append(f"  regime: ✓ {a['regime']}")
     else:

@@ -117,29 +117,67 @@ def test_the_shapes_are_the_ones_whose_operations_reach_their_roof_and_each_oper
     assert WORK["layer_norm"]["bytes"] == 4 * (2 * 32768 * 2048 + 2 * 2048)
 
 
+H100_ENV = ENVIRONMENT | {"gpu": "NVIDIA H100 80GB HBM3", "peaks": {"dram": 3352320000000.0, "fp32": 66908160000000.0}}
+
+
 def test_the_keys_model_gives_the_key_on_the_reference_gpu_and_a_workers_own_figures_elsewhere():
-    """`key.model` on the reference GPU's figures is the key; `key.figures` of a worker (what
-    tests/gpu/test_roofline_gpu.py compares with the measurement) is the reference's on the reference GPU, and on
-    another its own bandwidth and peaks with the spec's launch figures."""
+    """`key.model` on the reference GPU's figures is the key; `key.figures` of a worker (what the grader translates
+    a measurement with, and tests/gpu/test_roofline_gpu.py compares with it) is the worker's own: bandwidth and
+    peaks, and both launch figures as its grading child measured them."""
     assert KEY_MODULE.answers(KEY_MODULE.model(H200)) == KEY
-    h200 = scoring.worker(WITHIN_2X, H200)
-    assert KEY_MODULE.figures(h200, H200) == H200
-    h100_env = ENVIRONMENT | {"gpu": "NVIDIA H100 80GB HBM3", "peaks": {"dram": 3352320000000.0,
-                                                                         "fp32": 66908160000000.0}}
-    h100 = scoring.worker(WITHIN_2X | {"environment": h100_env}, H200, grade.spec("roofline")["datasheet_peaks"])
-    found = KEY_MODULE.figures(h100, H200)
+    h100 = scoring.worker(WITHIN_2X | {"environment": H100_ENV, "launch_in_stream_s": 6e-6}, H200,
+                          grade.spec("roofline")["datasheet_peaks"])
+    found = KEY_MODULE.figures(h100)
     assert found == {"name": "NVIDIA H100 80GB HBM3", "hbm_tb_s": 3.35232, "fp32_tflops": 66.90816,
                      "tf32_tflops": 494.7, "bf16_tflops": 989.4, "fp8_tflops": 1978.9, "launch_alone_us": 18.0,
-                     "launch_in_stream_us": 7.0}
+                     "launch_in_stream_us": 6.0}
     on_h100 = KEY_MODULE.answers(KEY_MODULE.model(found))
     assert on_h100["softmax"]["time_us"] == pytest.approx(160.1, abs=0.1)   # the sweep's bytes over the bandwidth
     assert on_h100["matvec"]["time_us"] == pytest.approx(320.3, abs=0.1)
     assert on_h100["matmul_bf16"]["time_us"] == pytest.approx(2 * 4096 ** 3 / 989.4e12 * 1e6, rel=1e-3)
-    assert on_h100["chain"] == KEY["chain"]
+    assert on_h100["chain"]["time_us"] == 18 + 19 * 6   # 20 operations
     assert {op: a | {"time_us": None} for op, a in on_h100.items()} == {op: a | {"time_us": None}
                                                                          for op, a in KEY.items()}
-    unknown = KEY_MODULE.figures(scoring.worker(WITHIN_2X | {"environment": h100_env | {"gpu": "A GPU"}}, H200), H200)
+    unknown = KEY_MODULE.figures(scoring.worker(WITHIN_2X | {"environment": H100_ENV | {"gpu": "A GPU"}}, H200))
     assert math.isnan(KEY_MODULE.model(unknown)["matmul_bf16"]["time_us"])   # no tensor-core peak known
+
+
+def test_a_measurement_is_translated_to_the_reference_gpu_by_the_keys_model_on_both_gpus_figures():
+    """`grade.translation`: 1 on a worker of the reference GPU's own figures; on an H100 the memory-bound
+    operations' times x 3.35 / 4.8 (its bandwidth over the H200's) and the bf16 matmul's x 989.4 / 989; on a host
+    whose launches cost three times the notebook's, the overhead-bound ones' x 1/3. So the reference answers,
+    made with the notebook's figures, get full marks on any of them wherever the key's reasoning holds there (its
+    model on the worker's figures within 2x of the measurement), and the report shows the translated time."""
+    reference_figures = {"environment": ENVIRONMENT | {"peaks": {"dram": 4.8e12, "fp32": 67e12}},
+                         "launch_overhead_s": 18e-6, "launch_in_stream_s": 7e-6}
+    same = scoring.worker(WITHIN_2X | reference_figures, H200)
+    assert {op: grade.translation("roofline", op, same) for op in OPS} == pytest.approx(dict.fromkeys(OPS, 1.0))
+    sheets = grade.spec("roofline")["datasheet_peaks"]
+    slow = {"environment": H100_ENV, "launch_overhead_s": 54e-6, "launch_in_stream_s": 21e-6}
+    h100 = scoring.worker(WITHIN_2X | slow, H200, sheets)
+    scale = {op: grade.translation("roofline", op, h100) for op in OPS}
+    assert scale["softmax"] == scale["transpose_sum"] == pytest.approx(3.35232 / 4.8)
+    assert scale["matmul_bf16"] == pytest.approx(989.4 / 989)
+    assert scale["add_small"] == pytest.approx(1 / 3) and scale["chain"] == pytest.approx(1 / 3)
+    on_h100 = KEY_MODULE.model(KEY_MODULE.figures(h100))
+    for factor in (1.9, 1 / 1.9):   # the key's reasoning within 2x on this worker
+        measured = {op: {"median_s": on_h100[op]["time_us"] * 1e-6 * factor, "samples": 100} for op in OPS}
+        for op in OPS:
+            g = scoring.grade(OPS[op], KEY[op], WORK[op], measured[op], h100, RULES, scale=scale[op])
+            assert g.points == 4.0 and g.ratio == pytest.approx(max(factor, 1 / factor), rel=1e-3), (op, factor)
+            assert g.translated_s == pytest.approx(KEY[op]["time_us"] * 1e-6 * factor, rel=1e-3)
+        untranslated = scoring.grade(OPS["add_small"], KEY["add_small"], WORK["add_small"], measured["add_small"],
+                                     h100, RULES)
+        assert untranslated.ratio == pytest.approx(3 * factor, rel=1e-3)   # the host's slow launches counted
+    g = scoring.grade(OPS["softmax"], KEY["softmax"], WORK["softmax"], {"median_s": 237.2e-6, "samples": 80}, h100,
+                      RULES, scale=scale["softmax"])
+    line = scoring.report(OPS["softmax"], g, h100, RULES).splitlines()[1]
+    assert line.startswith("  measured on the worker (NVIDIA H100 80GB HBM3): 237.2 µs (median of 80 runs), 165.7 µs "
+                           "on the reference GPU (x 0.698: the key's time there over its time on this worker's "
+                           "figures); you predicted 111.8 µs, 1.48x under (2 / 2 points"), line
+    assert g.as_dict()["translated_s"] == pytest.approx(165.7e-6, abs=0.1e-6)
+    unknown = scoring.worker(WITHIN_2X | {"environment": H100_ENV | {"gpu": "A GPU"}}, H200)
+    assert grade.translation("roofline", "matmul_bf16", unknown) == 1.0   # the key cannot say: not translated
 
 
 def test_every_operations_code_is_a_function_of_its_inputs():
@@ -177,7 +215,7 @@ def test_each_subject_of_the_child_runs_its_own_operation_on_inputs_drawn_afresh
     ops = [Operation("double", "", "torch.seen.append(x * 2)", {"x": Tensor((3,))}),
            Operation("mm", "", "torch.seen.append(A @ B)", {"A": Tensor((2, 3), "bf16"), "B": Tensor((3, 2), "bf16")})]
     found = child.subjects(ops, torch, device="cpu")
-    assert list(found) == ["double", "mm", child.LAUNCH]
+    assert list(found) == ["double", "mm", child.LAUNCH, child.STREAM]
     for name in ("double", "mm", "double"):
         found[name].prepare()
         found[name].run()
@@ -185,7 +223,16 @@ def test_each_subject_of_the_child_runs_its_own_operation_on_inputs_drawn_afresh
     assert seen[2].shape == (3,) and not torch.equal(seen[2], seen[0])   # fresh inputs
     found[child.LAUNCH].prepare()
     found[child.LAUNCH].run()
+    found[child.STREAM].run()
     assert len(seen) == 3
+    assert child.launch_in_stream_s(18e-6, 18e-6 + 19 * 7e-6) == pytest.approx(7e-6)   # beyond the first, per launch
+    assert child.launch_in_stream_s(18e-6, 17e-6) == 0.0
+
+
+def test_the_worker_takes_both_launch_figures_from_the_measurement():
+    w = scoring.worker(WITHIN_2X | {"launch_overhead_s": 55e-6, "launch_in_stream_s": 21e-6}, H200)
+    assert (w.launch_s, w.stream_s, w.overhead_s(20)) == (55e-6, 21e-6, pytest.approx(55e-6 + 19 * 21e-6))
+    assert scoring.worker(WITHIN_2X, H200).stream_s == 7e-6   # a measurement without it: the reference's
 
 
 def test_the_key_is_on_a_worker_and_never_in_the_student_kit_or_the_grading_childs_sandbox():
@@ -342,6 +389,7 @@ def test_the_feedback_adds_the_roofline_figure_and_the_table_after_the_last_oper
     assert base64_png(figure.data["image/png"]).startswith(b"\x89PNG")
     html = table.data["text/html"]
     assert html.count("<tr>") == len(OPS) + 1 and "workshop-roofline" in html
+    assert "<th style='text-align:left'>measured</th><th style='text-align:left'>on the reference GPU</th>" in html
     assert ("on NVIDIA H200 (memory 4.81 TB/s, FP32 66.9 TFLOP/s, TF32 tensor cores 495 TFLOP/s, bf16 tensor cores "
             "989 TFLOP/s, fp8 tensor cores 1,979 TFLOP/s, L2 60 MiB, 132 SMs, a launch alone 18.0 µs, 7.0 µs more for "
             "each in a stream)") in html

@@ -6,7 +6,9 @@ reference GPU's figures in spec.toml, the way the notebook teaches (`model`): by
 memory-bound operation, FLOPs over the peak its arithmetic runs at for a compute-bound one, and for an
 overhead-bound one the launch of one operation alone plus each further one's in a stream of launches. Those times
 are checked against a measurement only on the GPU (tests/gpu/test_roofline_gpu.py), where `model` evaluated with
-the worker's own figures is what is compared.
+the worker's own figures (`figures`) is what is compared. The grader translates a worker's measurement to the
+reference GPU with the same two: times `model`'s time on the reference GPU over its time on the worker's figures
+(graders/roofline_engine/grade.py, `translation`).
 """
 import math
 import tomllib
@@ -84,16 +86,13 @@ def answers(work: dict[str, dict]) -> dict[str, dict]:
             for op, w in work.items()}
 
 
-def figures(worker, reference: dict) -> dict:
+def figures(worker) -> dict:
     """The figures `model` takes for a grading worker (a `graders.roofline_engine.scoring.Worker`): its memory
     bandwidth and FP32 peak (from its clocks), its tensor-core peaks (a datasheet's, where the spec names its GPU)
-    and ``reference``'s (the spec's ``[reference_gpu]``) two launch figures, which the grader does not measure
-    both of; on the reference GPU itself, ``reference``'s own figures, so that `model` gives `WORK` there."""
-    if worker.gpu == reference["name"]:
-        return dict(reference)
+    and its two launch figures, as the grading child measured them."""
     return {"name": worker.gpu, "hbm_tb_s": worker.bandwidth / 1e12,
             **{f"{peak}_tflops": rate / 1e12 for peak, rate in worker.peaks.items()},
-            "launch_alone_us": reference["launch_alone_us"], "launch_in_stream_us": reference["launch_in_stream_us"]}
+            "launch_alone_us": worker.launch_s * 1e6, "launch_in_stream_us": worker.stream_s * 1e6}
 
 
 WORK = model(GPU)
