@@ -1,6 +1,8 @@
 """Child handler (run by `graders.sandbox.run.run_child`): check and time one ``ModelNew`` against its problem's
-reference ``Model``, in one sandboxed process that serves one request (the module defines no ``reusable``); on the
-CPU that process is a fork of one that imported torch and Triton once (`graders.sandbox.child`'s ``--fork-serve``).
+reference ``Model`` (``mode`` ``"check"`` or ``"grade"``), or time the reference alone, eager and compiled
+(``"baseline"``: no submission in the process), in one sandboxed process that serves one request (the module defines
+no ``reusable``); on the CPU that process is a fork of one that imported torch and Triton once
+(`graders.sandbox.child`'s ``--fork-serve``).
 
 Order of work, each step what keeps a ``ModelNew`` from forging its result or its time:
 
@@ -16,20 +18,22 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    copied out to host memory (numpy) as soon as the call returns; the clones it got must still hold the inputs'
    bytes; only then does the reference run, on clones of its own, so no reference output exists while the
    submission's code runs; the comparison is numpy's, on the two copies.
-3. Timing, `Judge.time`: ``timed_runs`` calls of each of the submission, the eager reference and (where
-   ``compile``) ``torch.compile`` of the reference, each call on fresh inputs. On a GPU: the L2 cache flushed,
+3. Timing, `Judge.time`: ``timed_runs`` calls of the submission, each on fresh inputs; the eager reference and
+   (where ``compile``) ``torch.compile`` of it are timed the same way by a ``"baseline"`` child, which runs no
+   submission (`graders.model_engine.grade.baseline`: once per grading process). On a GPU: the L2 cache flushed,
    the whole device synchronised, a CUDA event, the call, the output's type checked, the whole device
    synchronised again (work on any stream is inside the time), the end event. On the CPU (tests only:
    CPU times say nothing about a GPU kernel) ``time.perf_counter_ns`` around the call; eager CPU operators
    return when their result is written. Every timed output of the submission is copied out after its timer
    stopped and checked afterwards against the reference on the same inputs, so a call that is fast because it
-   is wrong is found. The medians give the speed-ups (reference / submission), KernelBench's fast_p inputs.
+   is wrong is found. The medians give the speed-ups (reference / submission, the parent's division),
+   KernelBench's fast_p inputs.
 
 The answer's ``phases`` has the seconds of each phase that ran (`Clock`), for the TA's autograde log and
 `benchmarks.grading_time`: ``setup`` (torch imported, the reference built on the device: CUDA's start), ``load`` (the
 cell run, the model built), ``trials`` (a Triton kernel's first compile is in its first call), ``timing`` (the
-submission's timed calls and their checks), ``eager``, and ``compile`` (torch.compile's compile, in its warm-up
-calls, and its timed calls).
+submission's timed calls and their checks); a baseline child's ``setup``, ``eager``, and ``compile``
+(torch.compile's compile, in its warm-up calls, and its timed calls).
 """
 from __future__ import annotations
 
@@ -289,6 +293,9 @@ def handle(request: dict) -> dict:
     namespace = problem_namespace(problem_text(spec.path.parent / "problem.py", problem.id), request["sizes"])
     judge = Judge(torch, problem, namespace, device, seed)
     trials, runs = int(request.get("trials", spec.trials)), int(request.get("timed_runs", spec.timed_runs))
+    if request.get("mode") == "baseline":
+        return result | {"status": Status.OK, "message": "",
+                         "timing": baseline(judge, clock, runs, bool(request.get("compile")))}
     try:
         clock.begin("load")
         model = judge.build(load_submission(request["source"]))
@@ -299,27 +306,30 @@ def handle(request: dict) -> dict:
         result["trials"] = trials
         if request.get("mode") == "check":
             return result | {"status": Status.OK, "message": ""}
-        first = trials
         clock.begin("timing")
         try:
-            timing = {"submission": judge.time(model, first, runs, check=True)}
+            timing = {"submission": judge.time(model, trials, runs, check=True)}
         except Failed:
             raise
         except Exception as exc:
             raise Failed(Status.KERNEL_ERROR, f"while timed: {type(exc).__name__}: {exc}") from None
+        clock.end()
     except Failed as exc:
         clock.end()
         return result | {"status": exc.status, "message": str(exc)}
+    return result | {"status": Status.OK, "message": "", "timing": timing}
+
+
+def baseline(judge: Judge, clock: Clock, runs: int, compiled: bool) -> dict:
+    """The reference's times: ``eager``, and with ``compiled`` ``compile`` (``torch.compile`` of it), or
+    ``compile_error`` where torch.compile fails (the baseline is missing, nothing is wrong)."""
     clock.begin("eager")
-    timing["eager"] = judge.time(judge.reference, first, runs, check=False)
-    clock.end()
-    if request.get("compile"):
+    timing = {"eager": judge.time(judge.reference, 0, runs, check=False)}
+    if compiled:
         clock.begin("compile")
         try:
-            timing["compile"] = judge.time(torch.compile(judge.reference), first, runs, check=False)
-        except Exception as exc:   # the baseline is missing, not the submission wrong
+            timing["compile"] = judge.time(judge.torch.compile(judge.reference), 0, runs, check=False)
+        except Exception as exc:
             timing["compile_error"] = f"{type(exc).__name__}: {exc}"
-        clock.end()
-    mine = timing["submission"]["median_s"]
-    timing["speedup"] = {base: timing[base]["median_s"] / mine for base in ("eager", "compile") if base in timing}
-    return result | {"status": Status.OK, "message": "", "timing": timing}
+    clock.end()
+    return timing

@@ -2,10 +2,14 @@
 
 - `grade_model` sends one submission (the text of the cell that defines ``ModelNew``,
   `graders.model_engine.source`) to one fresh `graders.model_engine.child` process: correctness over the spec's
-  trials, then the submission, the eager reference and ``torch.compile`` of the reference timed in the same
-  child. It returns a `graders.result.GradeResult`: points for a correct submission, performance points by its
-  speed-up over ``torch.compile`` between the problem's floor and target, ``details["fast_p"]``, and
-  ``details["phases"]`` (the child's phases, `graders.model_engine.child`, and its start around them).
+  trials, then the submission's timed calls. A correct one's speed-ups are over the eager reference and
+  ``torch.compile`` of it, timed by `baseline`: a child of their own that runs no submission, once per grading
+  process and problem (a class in one ``nbgrader autograde`` pays torch.compile's compile once, and no
+  submission's code shares a process with the times it is compared with). It returns a
+  `graders.result.GradeResult`: points for a correct submission, performance points by its speed-up over
+  ``torch.compile`` between the problem's floor and target, ``details["fast_p"]``, ``details["baseline"]``
+  (whether this grading measured it, its seconds), and ``details["phases"]`` (the child's phases,
+  `graders.model_engine.child`, its start around them, and ``baseline`` where this grading measured it).
 - `score_model` is the hidden test (`graders.hidden_tests`): the report, and the points or `KernelFailed`.
 - `fast_p` is KernelBench's fast_p of a set of results: the share that is correct and at least ``p`` times as
   fast as the baseline.
@@ -27,6 +31,7 @@ nbgrader path on a machine without a GPU).
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import threading
 from pathlib import Path
@@ -46,6 +51,7 @@ CHILD = "graders.model_engine.child"
 STARTUP_S = 180.0   # child start: torch import, CUDA start, Triton and torch.compile compiles, the trials
 FAST_P = (1.0, 1.5)
 BASELINES = ("eager", "compile")
+BASELINE_SEED = 0   # the baseline's inputs: no student's seed, so one measurement serves every submission
 
 
 # A grading child's memory: a ModelNew's host Python runs there. Its cgroup's cap (the sandbox as a whole, tmpfs
@@ -122,6 +128,57 @@ def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem
                                          "seconds": child.seconds})
 
 
+class BaselineFailed(RuntimeError):
+    """The reference's own timing failed: the grader's fault, not the submission's."""
+
+
+_baselines: dict[tuple, dict] = {}
+_baselining = threading.Lock()
+
+
+def baseline(spec: ModelSpec, problem: ModelProblem, request: dict, limit_s: float) -> tuple[dict, float | None]:
+    """(the reference's times for ``request``'s device, sizes, runs and compile: `graders.model_engine.child.
+    baseline`'s, the seconds its child took or None where this process had measured it already). Measured by a
+    child that runs no submission, on `BASELINE_SEED`'s inputs, once per process and key; a failure is not kept
+    (the next grading tries again) and raises `BaselineFailed`."""
+    wanted = {name: request[name] for name in ("spec_path", "problem_id", "device", "sizes", "compile", "timed_runs")}
+    key = json.dumps(wanted, sort_keys=True)
+    with _baselining:
+        if key in _baselines:
+            return _baselines[key], None
+        device = request["device"]
+        child = run_child(CHILD, wanted | {"mode": "baseline", "seed": BASELINE_SEED}, timeout_s=limit_s,
+                          env=_env(device), gpu=device == "cuda", memory_bytes=MEMORY_BYTES, forked=device == "cpu")
+        if child.status == "timeout":
+            refuse_starved(child, limit_s)
+        if child.status != "ok" or "error" in child.answer or child.answer.get("status") != Status.OK:
+            why = child.message or child.answer.get("error") or child.answer.get("message", "")
+            raise BaselineFailed(f"the grader failed: timing the reference of {problem.id} ({child.status}): {why}")
+        _baselines[key] = timing = child.answer["timing"]
+        return timing, child.seconds
+
+
+def with_baseline(result: GradeResult, spec: ModelSpec, problem: ModelProblem, request: dict,
+                  limit_s: float) -> GradeResult:
+    """A correct ``result`` with the reference's times (`baseline`), the speed-ups over them and its points; any
+    other as it is. A failed baseline makes it the grader's error."""
+    if not result.ok or "timing" not in result.details:
+        return result
+    try:
+        times, seconds = baseline(spec, problem, request, limit_s)
+    except BaselineFailed as exc:
+        return dataclasses.replace(result, status=Status.GRADER_ERROR, message=str(exc), points=0.0,
+                                   details=result.details | {"score": _score(spec, problem, Status.GRADER_ERROR, {})})
+    mine = result.details["timing"]["submission"]["median_s"]
+    timing = result.details["timing"] | times
+    timing["speedup"] = {base: timing[base]["median_s"] / mine for base in BASELINES if base in timing}
+    score = _score(spec, problem, result.status, timing["speedup"], result.details.get("device", "cuda"))
+    phases = result.details.get("phases", {}) | ({"baseline": round(seconds, 3)} if seconds is not None else {})
+    return dataclasses.replace(result, points=score["total"], details=result.details | {
+        "timing": timing, "score": score, "fast_p": fast_flags(True, timing["speedup"]), "phases": phases,
+        "baseline": {"measured_here": seconds is not None, "seconds": seconds, "seed": BASELINE_SEED}})
+
+
 def grade_model(assignment: str | Path, problem_id: str, model, *, device: str | None = None,
                 compile: bool | None = None, trials: int | None = None, timed_runs: int | None = None,
                 timeout_s: float | None = None) -> GradeResult:
@@ -147,7 +204,8 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str |
     child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda",
                       memory_bytes=MEMORY_BYTES, forked=device == "cpu")
     result = result_from_child(child, spec, problem, limit, seed)
-    return dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
+    result = dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
+    return with_baseline(result, spec, problem, request, limit)
 
 
 def report(result: GradeResult) -> str:

@@ -152,9 +152,63 @@ def test_each_reference_is_right_and_timed_on_the_cpu(problem_id):
     timing = result.details["timing"]
     assert timing["submission"]["runs"] == QUICK["timed_runs"] and set(timing["speedup"]) == {"eager"}
     assert set(result.details["fast_p"]["eager"]) == {"1.0", "1.5"}
-    phases = result.details["phases"]   # each phase that ran, in order, and the child's start around them
-    assert list(phases) == ["setup", "load", "trials", "timing", "eager", "child_start"], phases
-    assert all(s >= 0 for s in phases.values()) and sum(phases.values()) <= result.details["seconds"] + 0.01
+    phases = result.details["phases"]   # each phase that ran, in order, the child's start around them, and the
+    measured = result.details["baseline"]["measured_here"]   # baseline's child where this grading measured it
+    assert list(phases) == ["setup", "load", "trials", "timing", "child_start"] + ["baseline"] * measured, phases
+    assert all(s >= 0 for s in phases.values())
+    assert sum(phases.values()) - phases.get("baseline", 0) <= result.details["seconds"] + 0.01
+
+
+def test_the_baseline_child_times_the_reference_alone_with_no_submission():
+    """`child.handle` in ``"baseline"`` mode, in this process on the CPU: no source in the request, the eager
+    reference timed (torch.compile only where asked), the submission's phases absent."""
+    answer = child.handle({"spec_path": str(SPEC.path), "problem_id": "relu", "seed": 0, "device": "cpu",
+                           "mode": "baseline", "sizes": SPEC.problem("relu").cpu_sizes, "timed_runs": 3})
+    assert answer["status"] == Status.OK and set(answer["timing"]) == {"eager"}
+    assert answer["timing"]["eager"]["runs"] == 3 and answer["timing"]["eager"]["median_s"] > 0
+    assert list(answer["phases"]) == ["setup", "eager"]
+
+
+def test_the_baseline_is_measured_once_per_process_and_never_beside_a_submission(monkeypatch):
+    """`grade.grade_model` with the children's answers handed in: a correct submission's child times only it; the
+    reference's times come from a child of their own (no source, the fixed `BASELINE_SEED`), measured for the
+    first correct grading only and reused for the next; a wrong submission starts no baseline; a failed baseline
+    is the grader's error and is not kept."""
+    from graders.model_engine import grade
+    from graders.sandbox.run import ChildResult
+    submission = {"status": "ok", "message": "", "device": "cpu", "trials": 3, "phases": {"timing": 0.1},
+                  "timing": {"submission": {"median_s": 2e-3, "min_s": 2e-3, "runs": 3}}}
+    wrong = {"status": "incorrect", "message": "trial 1: out[0] = 1, expected 0", "device": "cpu", "phases": {}}
+    reference = {"status": "ok", "message": "", "phases": {"eager": 0.2},
+                 "timing": {"eager": {"median_s": 6e-3, "min_s": 6e-3, "runs": 3}}}
+    answers = iter([ChildResult("ok", answer=submission, seconds=1.0),
+                    ChildResult("ok", answer={"error": "RuntimeError: CUDA error: out of memory"}, seconds=1.0),
+                    ChildResult("ok", answer=wrong, seconds=1.0),
+                    ChildResult("ok", answer=submission, seconds=1.0),
+                    ChildResult("ok", answer=reference, seconds=2.5),
+                    ChildResult("ok", answer=submission, seconds=1.0)])
+    requests = []
+    monkeypatch.setattr(grade, "run_child", lambda handler, request, **kw: requests.append(request)
+                        or next(answers))
+    monkeypatch.setattr(grade, "_baselines", {})
+    honest = ModelSource(SPEC.problem("relu").reference.read_text())
+    failed = grade_model("kernelbench", "relu", honest, **QUICK)
+    assert failed.status == Status.GRADER_ERROR and failed.points == 0
+    assert failed.message.startswith("the grader failed: timing the reference of relu")
+    assert grade_model("kernelbench", "relu", honest, **QUICK).status == Status.INCORRECT
+    first = grade_model("kernelbench", "relu", honest, **QUICK)
+    again = grade_model("kernelbench", "relu", honest, **QUICK)
+    modes = [r["mode"] for r in requests]
+    assert modes == ["grade", "baseline", "grade", "grade", "baseline", "grade"]
+    for r in requests:
+        assert ("source" in r) == (r["mode"] == "grade")
+        assert r["seed"] == grade.BASELINE_SEED or r["mode"] == "grade"
+    for result in (first, again):
+        assert result.status == Status.OK and result.details["timing"]["speedup"] == {"eager": pytest.approx(3.0)}
+        assert result.details["timing"]["eager"]["median_s"] == 6e-3
+        assert result.details["fast_p"]["eager"] == {"1.0": True, "1.5": True}
+    assert first.details["baseline"]["measured_here"] and first.details["phases"]["baseline"] == 2.5
+    assert not again.details["baseline"]["measured_here"] and "baseline" not in again.details["phases"]
 
 
 def test_fast_p_is_the_share_of_results_correct_and_at_least_p_times_as_fast():
