@@ -45,9 +45,9 @@ def worker_table(gpu: dict) -> str:
 
 TRANSLATED = """\
 Predict with these figures. A grading worker whose figures differ (another GPU, or a host whose launches cost more)
-measures there and translates each measurement to this GPU before grading it: times the key's time here over the
-key's time with the worker's own bandwidth, peaks and launch figures, the same reasoning you use. The feedback shows
-both times."""
+measures there and translates each measurement to this GPU before grading it: times the roofline's time here over
+its time with the worker's own bandwidth, peaks and launch figures (bytes over bandwidth, FLOPs over the peak,
+launches: the reasoning you use). The feedback shows both times."""
 
 
 def how(rules: Rules) -> str:

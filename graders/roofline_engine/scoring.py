@@ -201,8 +201,8 @@ def report(op: Operation, g: Graded, w: Worker, rules: Rules) -> str:
     way = "over" if a["time_us"] * 1e-6 > g.translated_s else "under"
     measured = f"  measured on the worker ({w.gpu}): {g.measured_s * 1e6:,.1f} µs (median of {g.samples} runs)"
     if abs(g.scale - 1) > TRANSLATION_SHOWN:
-        measured += (f", {g.translated_s * 1e6:,.1f} µs on the reference GPU (x {g.scale:.3g}: the key's time there "
-                     "over its time on this worker's figures)")
+        measured += (f", {g.translated_s * 1e6:,.1f} µs on the reference GPU (x {g.scale:.3g}: the roofline's time "
+                     "there over its time with this worker's figures)")
     lines = [f"{op.id}: {g.points:g} / {g.max_points:g} points",
              f"{measured}; you predicted {a['time_us']:,.4g} µs, {g.ratio:.2f}x {way} ({p['time']:g} / "
              f"{rules.points['time']:g} points: full within {rules.time_full_within:g}x, none beyond "

@@ -173,8 +173,8 @@ def test_a_measurement_is_translated_to_the_reference_gpu_by_the_keys_model_on_b
                       RULES, scale=scale["softmax"])
     line = scoring.report(OPS["softmax"], g, h100, RULES).splitlines()[1]
     assert line.startswith("  measured on the worker (NVIDIA H100 80GB HBM3): 237.2 µs (median of 80 runs), 165.7 µs "
-                           "on the reference GPU (x 0.698: the key's time there over its time on this worker's "
-                           "figures); you predicted 111.8 µs, 1.48x under (2 / 2 points"), line
+                           "on the reference GPU (x 0.698: the roofline's time there over its time with this "
+                           "worker's figures); you predicted 111.8 µs, 1.48x under (2 / 2 points"), line
     assert g.as_dict()["translated_s"] == pytest.approx(165.7e-6, abs=0.1e-6)
     unknown = scoring.worker(WITHIN_2X | {"environment": H100_ENV | {"gpu": "A GPU"}}, H200)
     assert grade.translation("roofline", "matmul_bf16", unknown) == 1.0   # the key cannot say: not translated
