@@ -18,6 +18,9 @@
 #   bash benchmarks/gpu_trusted.sh timing [TRACK...]   # benchmarks/grading_time.py: nbgrader autograde of each
 #                                              # track's reference and stub at the spec's budget, with every
 #                                              # kernel's phases; tracks spread over the machine's GPUs, in parallel
+#   bash benchmarks/gpu_trusted.sh sanitizer-cost [ARGS...]  # benchmarks/sanitizer_cost.py (ARGS: --track gemm
+#                                              # --kernels naive warptiling ...): each piece of a kernel's
+#                                              # compute-sanitizer time, the tools alone, together, 4 kernels at once
 #   bash benchmarks/gpu_trusted.sh regrade-parallel TRACK...   # regrade_spread of each TRACK whole (5 regrades,
 #                                              # 2 s budget), each TRACK on its own GPU, in parallel (a 4-GPU machine
 #                                              # measures four tracks in one call)
@@ -150,6 +153,11 @@ case "${1:-cases}" in
     done
     for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
     exit $rc ;;
+  sanitizer-cost)
+    shift
+    log=$(logfile platform sanitizer-cost)
+    timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.sanitizer_cost "$@" > "$log" 2>&1
+    rc=$?; tail -20 "$log"; exit $rc ;;
   regrade-parallel)
     shift
     n=$(gpu_count) i=0 pids=()
