@@ -85,7 +85,8 @@ def table(results: list[dict]) -> str:
         g = r["roofline"]
         rows.append([g["op"], g["answer"]["regime"], g["regime"], g["shown"], f"{g['answer']['intensity']:.4g}",
                      f"{g['intensity']:.4g}", f"{g['answer']['time_us']:,.4g} µs", f"{g['measured_s'] * 1e6:,.4g} µs",
-                     f"{g['translated_s'] * 1e6:,.4g} µs", f"{g['ratio']:.2f}x", f"{g['points']:g} / {g['max_points']:g}"])
+                     f"{g['translated_s'] * 1e6:,.4g} µs", f"{g['ratio']:.2f}x",
+                     f"{g['points']:g} / {g['max_points']:g}"])
     cells = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
                     for row in rows)
     header = "<tr>" + "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in head) + "</tr>"

@@ -32,15 +32,15 @@ same values (`nn.Parameter(..., requires_grad=False)` holds a tensor that is no 
 **Correct** means `ModelNew`'s output matches `Model`'s within the problem's `atol` and `rtol` in {trials}
 trials, each on fresh inputs from its own hidden seed; a new dense tensor, the inputs unchanged. **Speed** is
 the median of {runs} calls, each on fresh inputs, the whole GPU synchronised around each call, every timed
-output checked afterwards; your model, the eager `Model` and `torch.compile(Model)` are timed in the same
-process. **Points**: {correct:g} for a correct model, up to {perf:g} more by its speed-up over `torch.compile`,
-none below each problem's floor, all at its target.
+output checked afterwards; the eager `Model` and `torch.compile(Model)` are timed the same way by the grader on
+its own, once for the whole class. **Points**: {correct:g} for a correct model, up to {perf:g} more by its
+speed-up over `torch.compile`, none below each problem's floor, all at its target.
 
 **The leaderboard.** Each problem's correct submissions are ranked by their speed-up over `torch.compile`, beside
-the machine's rows: PyTorch eager and `torch.compile` (timed in your own gradings), the vendor library's kernel
-where there is one (PyTorch's `scaled_dot_product_attention` for the attention) and kernels an AI model wrote
-for these problems, graded as yours are. The public page names you by a pseudonym; your own page (its link
-comes from your TA) marks your rows and, where your submission is not ranked, says why.
+the machine's rows: PyTorch eager and `torch.compile` (timed by the grader once for the class), the vendor
+library's kernel where there is one (PyTorch's `scaled_dot_product_attention` for the attention) and kernels an
+AI model wrote for these problems, graded as yours are. The public page names you by a pseudonym; your own page
+(its link comes from your TA) marks your rows and, where your submission is not ranked, says why.
 
 * Run the **check** cell under each model: it runs {check_trials} trials on public inputs at the problem's small
   sizes, on the GPU where there is one, else on this machine's CPU with Triton kernels in Triton's interpreter

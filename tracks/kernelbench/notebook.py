@@ -40,11 +40,11 @@ matches `Model`'s within the problem's `atol` and `rtol` (KernelBench's 1e-2) in
 fresh inputs from its own hidden seed. The output must be a new dense tensor (no view of an input, no
 subclass, no lazy value), and the inputs must be unchanged after your `forward`. **Speed** is the median of
 {runs} calls, each on fresh inputs, with the whole GPU synchronised around each call (work on another stream
-is inside the time), and every timed output checked afterwards; your model, the eager `Model` and
-`torch.compile(Model)` are timed in the same process. **Points**: {correct:g} for a correct model, up to
-{perf:g} more by its speed-up over `torch.compile`: none below each problem's floor, all at its target, linear
-between. The class's fast_p (KernelBench's share of models that are correct and at least p times as fast) is
-reported at p = 1.0 and 1.5.
+is inside the time), and every timed output checked afterwards; the eager `Model` and `torch.compile(Model)`
+are timed the same way by the grader on its own, once for the whole class. **Points**: {correct:g} for a
+correct model, up to {perf:g} more by its speed-up over `torch.compile`: none below each problem's floor, all at
+its target, linear between. The class's fast_p (KernelBench's share of models that are correct and at least p
+times as fast) is reported at p = 1.0 and 1.5.
 
 * Run the **check** cell under each model: it runs {check_trials} trials on public inputs at the problem's small
   sizes, on the GPU where there is one, else on this machine's CPU with Triton kernels in Triton's interpreter
