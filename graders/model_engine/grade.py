@@ -132,7 +132,7 @@ class BaselineFailed(RuntimeError):
     """The reference's own timing failed: the grader's fault, not the submission's."""
 
 
-_baselines: dict[tuple, dict] = {}
+_baselines: dict[str, dict] = {}   # by the JSON of what the baseline depends on
 _baselining = threading.Lock()
 
 

@@ -32,7 +32,8 @@ def graded_operations(nb: NotebookNode) -> list[tuple[NotebookNode, dict]]:
 
 def roofline_png(results: list[dict]) -> bytes:
     """The worker's roofline (log-log: FLOP/s against FLOP per byte) with each operation's predicted and measured
-    point, as a PNG."""
+    point, as a PNG. A prediction is drawn as it stands on this worker: its time over the measurement's translation
+    to the reference GPU (``scale``), so that the distance between the two points is the ratio that was graded."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -41,7 +42,8 @@ def roofline_png(results: list[dict]) -> bytes:
     worker = results[0]["worker"]
     rows = [r["roofline"] for r in results]
     measured = [(g["intensity"], g["flops"] / g["measured_s"]) for g in rows]
-    predicted = [(g["answer"]["intensity"], g["flops"] / (g["answer"]["time_us"] * 1e-6)) for g in rows]
+    predicted = [(g["answer"]["intensity"], g["flops"] * g.get("scale", 1.0) / (g["answer"]["time_us"] * 1e-6))
+                 for g in rows]
     xs = [x for x, _ in measured + predicted]
     grid = np.logspace(np.log10(min(xs) / 3), np.log10(max(xs) * 3), 200)
     fig, ax = plt.subplots(figsize=(9, 6))
