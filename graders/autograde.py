@@ -282,9 +282,10 @@ class _Grading:
     `graders.sandbox.session.SessionPool`), except those that time kernels
     (`graders.hidden_tests.RUN_ALONE`): they run one by one once the others and the notebook are done, so
     that nothing else runs on the worker while they measure, in one `graders.sandbox.session.ChildSession`
-    (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces). Before the
-    first of them, their preparations (`graders.hidden_tests.PREPARE`: work that times nothing, such as a CUDA
-    kernel's compute-sanitizer runs) run side by side, `preparing_workers` at a time."""
+    (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces). Their
+    preparations (`graders.hidden_tests.PREPARE`: work that times nothing, such as a CUDA kernel's
+    compute-sanitizer runs) run side by side, `preparing_workers` at a time, from the grading's start, beside the
+    notebook's run and the untimed tests (nothing is timed then); the first timed test waits for all three."""
 
     def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
                  time_limit: float, refused: str = "", student: str = ""):
@@ -306,14 +307,17 @@ class _Grading:
         alone = [g for g, (name, _) in self.calls.items() if name in RUN_ALONE]
         together = [g for g in self.calls if g not in alone]
         try:
-            with SessionPool() as sessions, ThreadPoolExecutor(max(1, self.workers)) as pool:
-                self.outputs.update(zip(together, pool.map(lambda g: self._grade(g, sessions), together)))
-            if sessions.started:
-                self.log.info("The untimed hidden tests ran in %d grading child(ren), a fork of one for each "
-                              "request", sessions.started)
+            with ThreadPoolExecutor(1, thread_name_prefix="preparing") as early:
+                preparing = early.submit(self._prepare, alone)
+                with SessionPool() as sessions, ThreadPoolExecutor(max(1, self.workers)) as pool:
+                    self.outputs.update(zip(together, pool.map(lambda g: self._grade(g, sessions), together)))
+                if sessions.started:
+                    self.log.info("The untimed hidden tests ran in %d grading child(ren), a fork of one for each "
+                                  "request", sessions.started)
+                if alone:
+                    self.notebook_done.wait()
+                preparing.result()
             if alone:
-                self.notebook_done.wait()
-                self._prepare(alone)
                 self.log.info("%d timed hidden tests begin %.1f s into the grading (the notebook has run)",
                               len(alone), time.monotonic() - (self.deadline - self.time_limit))
             with ChildSession() as session:    # one grading child for the submission's timed kernels

@@ -41,10 +41,12 @@ used when one is found (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` i
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import threading
+import time
 
 from graders import settings
 from graders.gpu import detect_gpu
@@ -182,19 +184,34 @@ def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
 SIMULATOR_FAILURES = (Status.INCORRECT, Status.OOB_WRITE, Status.KERNEL_ERROR)   # the kernel's fault, not time
 
 
-def checked_beyond_the_gpu(puzzle_id: str, kernel, run: GradeResult) -> GradeResult:
+@contextlib.contextmanager
+def _timed(phases: dict[str, float], name: str):
+    """Adds the seconds of the ``with`` block to ``phases[name]``."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - start, 3)
+
+
+def checked_beyond_the_gpu(puzzle_id: str, kernel, run: GradeResult,
+                           phases: dict[str, float] | None = None) -> GradeResult:
     """A correct GPU run held to two more checks, since a race or a read of memory no thread wrote can come out
     right on a GPU by chance: the simulator's verdict on the same hidden cases (its shared and local memory
     start as NaN, its threads run one at a time between barriers), then compute-sanitizer (`sanitizer_finding`).
-    Either failing makes the run incorrect, with its reason."""
-    sim = _limits_run(puzzle_id, kernel, "hidden")
+    Either failing makes the run incorrect, with its reason. ``phases`` gets each check's seconds (``simulator``,
+    ``sanitizer``)."""
+    phases = {} if phases is None else phases
+    with _timed(phases, "simulator"):
+        sim = _limits_run(puzzle_id, kernel, "hidden")
     if sim.status in SIMULATOR_FAILURES:
         return dataclasses.replace(run, status=sim.status, case=sim.case, message=(
             "right on the GPU, but not in numba-cuda's simulator, which fills memory no thread wrote with NaN and "
             f"runs the threads one at a time between barriers (a race or an unwritten read): {sim.failure_line()}"))
     if not settings.sanitize_enabled():
         return run
-    finding = sanitizer_finding(puzzle_id, *_source(kernel), run.seed)
+    with _timed(phases, "sanitizer"):
+        finding = sanitizer_finding(puzzle_id, *_source(kernel), run.seed)
     return dataclasses.replace(run, status=Status.INCORRECT, message=finding) if finding else run
 
 
@@ -218,11 +235,16 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
 @hidden_test
 def grade_correctness(puzzle_id: str, kernel) -> None:
     """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`. On the GPU also
-    `checked_beyond_the_gpu`."""
+    `checked_beyond_the_gpu`. The result's ``phases``: the seconds of the run (``gpu_run`` or ``sim_run``) and of
+    each check after it, for the TA's log and `benchmarks.grading_time`."""
     title = catalogue.get(puzzle_id).title
-    run = _run(puzzle_id, kernel, "hidden", target())
+    phases: dict[str, float] = {}
+    on = target()
+    with _timed(phases, f"{on}_run"):
+        run = _run(puzzle_id, kernel, "hidden", on)
     if run.target == "gpu" and run.status in CORRECT:
-        run = checked_beyond_the_gpu(puzzle_id, kernel, run)
+        run = checked_beyond_the_gpu(puzzle_id, kernel, run, phases)
+    run = dataclasses.replace(run, details=run.details | {"phases": phases})
     publish(run)
     if run.status not in CORRECT:
         raise PuzzleFailed(f"{title}: {_failure(run)}")

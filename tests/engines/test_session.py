@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -189,6 +190,40 @@ def test_the_timed_tests_preparations_run_side_by_side_before_the_first_of_them_
     assert seen == {"timed0": "value of timed0", "timed1": None, "timed2": "value of timed2", "timed3": None}
     assert "2 of 4 timed hidden tests prepared" in " ".join(log.lines)
     assert any(line.startswith("timed1: not prepared (RuntimeError: no compute-sanitizer here)") for line in log.lines)
+
+
+def test_the_preparations_start_with_the_grading_beside_the_untimed_tests_and_the_notebooks_run(monkeypatch):
+    """Preparations are untimed work: they start when the grading does, while an untimed test runs (this one waits
+    for a preparation to begin) and before the notebook has run (`finish` says it has); the timed test waits for
+    all three."""
+    events, began = [], threading.Event()
+
+    def untimed(name):
+        events.append("untimed begins")
+        assert began.wait(10), "no preparation began while the untimed test ran"
+        events.append("untimed ends")
+
+    def prepare(name, source="done"):
+        began.set()
+        events.append(f"prepared {name}")
+        return name
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "untimed", untimed)
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", lambda name, source="done": events.append(f"timed {name}"))
+    monkeypatch.setitem(autograde.PREPARE, "timed", hidden_tests._skipping_stubs(prepare))
+    monkeypatch.setattr(hidden_tests, "RUN_ALONE", hidden_tests.RUN_ALONE | {"timed"})
+    monkeypatch.setattr(autograde, "RUN_ALONE", hidden_tests.RUN_ALONE)
+    monkeypatch.setattr(autograde, "preparing_workers", lambda: 1)
+    cells = [new_code_cell("untimed('u')", metadata={"nbgrader": {"grade_id": "u"}}),
+             new_code_cell("timed('t')", metadata={"nbgrader": {"grade_id": "t"}})]
+    grading = autograde._Grading(cells, Submission(new_notebook()), 2, _Log(), time_limit=60)
+    deadline = time.monotonic() + 10
+    while "untimed ends" not in events and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)   # the notebook is still running: the timed test must wait for it
+    assert sorted(events) == ["prepared t", "untimed begins", "untimed ends"], events   # no timed test yet
+    grading.finish()
+    assert events[-1] == "timed t"
 
 
 @pytest.mark.parametrize("value, workers", [("", None), ("0", 0), ("3", 3), ("-1", ValueError), ("two", ValueError)])

@@ -227,6 +227,18 @@ def test_a_clean_kernel_on_a_gpu_worker_goes_on_to_compute_sanitizer(monkeypatch
     assert puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run) is gpu_run
 
 
+def test_the_checks_after_a_gpu_run_record_their_seconds(monkeypatch):
+    """`checked_beyond_the_gpu` adds each check's seconds to the phases it is handed: the simulator's re-run, then
+    compute-sanitizer's (a stand-in here that takes 0.2 s), which `grade_correctness` publishes beside the run's."""
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    gpu_run = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: time.sleep(0.2) or "")
+    phases = {"gpu_run": 1.0}
+    assert puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run, phases) is gpu_run
+    assert list(phases) == ["gpu_run", "simulator", "sanitizer"] and phases["simulator"] > 0
+    assert 0.2 <= phases["sanitizer"] < 2
+
+
 def test_the_puzzle_grader_imports_cuda_core_only_when_it_runs_the_sanitizer():
     """Every puzzles notebook's kernel cell imports the grader: cuda.core (a second of start-up) waits until a GPU
     worker's `sanitizer_finding` needs it."""
