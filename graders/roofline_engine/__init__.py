@@ -1,7 +1,8 @@
 """The roofline engine: predict, then measure. A student predicts, for PyTorch operations at fixed shapes, the
-regime that bounds each (memory, compute or overhead), its arithmetic intensity and its time on the grading
-worker's GPU; the trusted grader measures every operation on that GPU and grades each prediction against the key
-and the measurement.
+regime that bounds each (memory, compute or overhead), its arithmetic intensity and its time on the course's
+reference GPU (the spec's figures, which the notebook gives); the trusted grader measures every operation on the
+grading worker's GPU and grades each prediction against the key and the measurement, translated to the reference
+GPU where the worker's figures differ (`grade.translation`).
 
 A roofline track (``[assignment] engine = "roofline"``) brings:
 

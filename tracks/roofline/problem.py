@@ -21,8 +21,9 @@ The roofline puts the first two in one picture: an operation of arithmetic inten
 most min(peak, I x bandwidth) FLOP/s. Below the ridge point (peak / bandwidth) it is memory-bound, above it
 compute-bound; and an operation too small to keep the GPU busy sits far under its roof, bound by overhead.
 
-For each PyTorch operation below, predict its regime, its arithmetic intensity and its time on the grading worker.
-The grader measures every one on the worker's GPU and grades your prediction against that measurement.
+For each PyTorch operation below, predict its regime, its arithmetic intensity and its time on the course's
+reference GPU ("The worker" below). The grader measures every one on the grading worker's GPU and grades your
+prediction against that measurement, translated to the reference GPU where the worker's figures differ.
 """
 SMALL = 4096                 # elements of the small tensors
 ADD = 1 << 27                # elements of each vector of the huge add (512 MiB in fp32)
@@ -35,7 +36,6 @@ NORM_ROWS, NORM_COLS = 32768, 2048              # the layer norm's fp32 matrix (
 TRANSPOSE = 8192             # the square fp32 matrix transposed, then summed (256 MiB)
 SQUARE = 4096                # the square matmuls
 CHAIN = 10                   # rounds of the chain of tiny operations (two operations each)
-
 
 
 def chain_code(rounds: int) -> str:
