@@ -48,13 +48,12 @@ def child_run(launch: dict, wrapper: tuple[str, ...] = ()) -> Callable[[], None]
 
 def variants(track: str, kernel_id: str, together: int) -> dict[str, Callable[[], None]]:
     launch, kernel, geometry = launch_of(track, kernel_id)
-    binary = str(sanitizer.tool_binary())
     found = {"launch": child_run(launch)}
     for tool in sanitizer.TOOLS:
         found[tool] = child_run(launch, sanitizer.tool_wrapper(tool, kernel.function))
-    found["initcheck watching the kernel only"] = child_run(launch, (
-        binary, "--tool", "initcheck", "--kernel-name", f"kns={kernel.function}", "--report-api-errors", "no",
-        "--print-limit", "1", "--error-exitcode", "0"))
+    filtered = sanitizer.tool_wrapper("memcheck", kernel.function)   # memcheck's options: the kernel filter among them
+    found["initcheck watching the kernel only"] = child_run(
+        launch, tuple("initcheck" if option == "memcheck" else option for option in filtered))
     found["memcheck without the device-heap check"] = child_run(
         launch, sanitizer.tool_wrapper("memcheck", kernel.function) + ("--check-device-heap", "no"))
 

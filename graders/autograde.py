@@ -314,10 +314,9 @@ class _Grading:
                 if sessions.started:
                     self.log.info("The untimed hidden tests ran in %d grading child(ren), a fork of one for each "
                                   "request", sessions.started)
-                if alone:
-                    self.notebook_done.wait()
                 preparing.result()
             if alone:
+                self.notebook_done.wait()
                 self.log.info("%d timed hidden tests begin %.1f s into the grading (the notebook has run)",
                               len(alone), time.monotonic() - (self.deadline - self.time_limit))
             with ChildSession() as session:    # one grading child for the submission's timed kernels

@@ -1,11 +1,12 @@
 """The roofline track on a real GPU: the grading child measures every operation; each lands in the regime the key
 says (the largest of its achieved shares: bandwidth, the peak of its arithmetic, launch overhead); three
 measurements, each in a fresh child, agree within 5% per operation as graded (translated to the reference GPU:
-`grade.translation`), so that a prediction within 2x is graded the same every time; the key's times, as its model (``key.model``) gives them with this worker's own figures, are within 2x
-of the measurement; and nbgrader grades the reference full marks, the untouched stub 0 and each known-wrong answer
-set exactly its ``expect:`` points, with the roofline figure in the feedback. Records the measurements, their
-spread measured and as graded, the two launch figures (the spec's are an H100's, to be set from an H200's) and the
-key's times on this worker with their ratios to the measurement under benchmarks/results/roofline/.
+`grade.translation`), so that a prediction within 2x is graded the same every time; the key's times, as its model
+(``key.model``) gives them with this worker's own figures, are within 2x of the measurement; and nbgrader grades
+the reference full marks, the untouched stub 0 and each known-wrong answer set exactly its ``expect:`` points,
+with the roofline figure in the feedback. Records the measurements, their spread measured and as graded, the two
+launch figures (the spec's are an H100's, to be set from an H200's) and the key's times on this worker with their
+ratios to the measurement under benchmarks/results/roofline/.
 
 Run on a GPU worker: ``python3 -m pytest -m gpu tests/gpu/test_roofline_gpu.py -x -q -s`` (``-s`` shows the
 measurements and the reports). The nbgrader submissions measure with ``WORKSHOP_PERF_BUDGET_S`` (default here
