@@ -41,6 +41,7 @@ used when one is found (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` i
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
@@ -121,9 +122,46 @@ def _run(puzzle_id: str, kernel, mode: str, on: str) -> GradeResult:
     return run_source(puzzle_id, source, name, mode, on)
 
 
+# What a kernel may do before its stub's ``raise`` and still write nothing: name its threads and shared arrays.
+_STUB_CALLS = frozenset({"shared.array", "local.array"})
+
+
+def untouched_stub(source: str, name: str) -> bool:
+    """Whether kernel ``name`` in ``source`` raises NotImplementedError before it can write anything: its body
+    names threads and shared or local arrays (assignments to plain names, calls to ``cuda.shared.array`` and
+    ``cuda.local.array`` only), then raises, as the release's stub does. It fails every case wherever it runs,
+    so the graders refuse it unrun, as the simulator would (`NOT_WRITTEN`)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    kernel = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if kernel is None:
+        return False
+    for statement in kernel.body:
+        if isinstance(statement, ast.Raise):
+            raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+            return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+        if not (isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets)
+                and all(_names_only(node) for node in ast.walk(statement.value))):
+            return False
+    return False
+
+
+def _names_only(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        return (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute)
+                and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id == "cuda"
+                and f"{node.func.value.attr}.{node.func.attr}" in _STUB_CALLS)
+    return not isinstance(node, (ast.Subscript, ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom))
+
+
 def run_source(puzzle_id: str, source: str, name: str, mode: str, on: str) -> GradeResult:
     """Grade kernel ``name`` defined in ``source`` on the ``mode`` cases, in a child on target ``on``; or take
-    the outcome of the same run under way, or kept (see the module docstring)."""
+    the outcome of the same run under way, or kept (see the module docstring). An `untouched_stub` is refused
+    without a child."""
+    if untouched_stub(source, name):
+        return GradeResult(puzzle_id, Status.KERNEL_ERROR, NOT_WRITTEN, hidden=mode == "hidden", target=on)
     seed = PUBLIC_SEED if mode == "public" else settings.forced_seed()   # None: a fresh one
     key = (puzzle_id, source, name, mode, on, seed)
     while True:

@@ -114,6 +114,39 @@ def test_untouched_stub_scores_zero_and_is_not_written_yet_in_one_line(capsys):
         assert_within_limits("map", kernel)
 
 
+def _release_stub(cell: str) -> str:
+    """``cell`` as nbgrader releases it: the solution replaced by its stub, at the solution's indentation."""
+    return re.sub(r"( *)### BEGIN SOLUTION\n.*?### END SOLUTION\n?",
+                  lambda m: f"{m[1]}# YOUR CODE HERE\n{m[1]}raise NotImplementedError()\n", cell, flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("on", ["gpu", "sim"], ids=["on-a-gpu-worker", "on-the-simulator"])
+def test_every_release_stub_is_refused_without_a_child(monkeypatch, on):
+    """No child, also on a GPU worker (where a kernel's raise is not reported and the stub would be compiled,
+    launched and found wrong, puzzle by puzzle)."""
+    def no_child(*args, **kwargs):
+        raise AssertionError("a child was started for an untouched stub")
+    monkeypatch.setattr(puzzle_grade, "run_child_unstarved", no_child)
+    for puzzle in catalogue.PUZZLES:
+        stub = _release_stub(REFERENCE[puzzle.id])
+        assert "raise NotImplementedError()" in stub and "BEGIN SOLUTION" not in stub
+        result = puzzle_grade.run_source(puzzle.id, stub, puzzle.kernel_name, "hidden", on)
+        assert (result.status, result.message) == (puzzle_grade.Status.KERNEL_ERROR, NOT_WRITTEN), puzzle.id
+
+
+@pytest.mark.parametrize("body", ["out[i] = a[i] + 10\n    raise NotImplementedError()",
+                                  "x = a[i]\n    raise NotImplementedError()",
+                                  "if i < size:\n        raise NotImplementedError()",
+                                  "cuda.atomic.add(out, i, 1.0)\n    raise NotImplementedError()",
+                                  "raise ValueError()",
+                                  "out[i] = a[i] + 10"])
+def test_a_kernel_that_may_write_or_raises_otherwise_is_not_a_stub(body):
+    """Only a kernel that cannot write before it raises NotImplementedError is refused unrun; one that writes
+    first runs (and the simulator's raise fails it there), and so does any other."""
+    source = f"@cuda.jit\ndef map_kernel(out, a, size):\n    i = cuda.threadIdx.x\n    {body}\n"
+    assert not puzzle_grade.untouched_stub(source, "map_kernel")
+
+
 def test_graded_cells_public_tests_pass_a_correct_kernel_and_name_a_wrong_one(capsys):
     assert_correct("zip", run_cells(REFERENCE["zip"])["zip_kernel"])
     assert_within_limits("zip", run_cells(REFERENCE["zip"])["zip_kernel"])
