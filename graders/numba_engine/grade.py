@@ -48,6 +48,7 @@ import functools
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from graders import settings
 from graders.gpu import detect_gpu
@@ -255,19 +256,18 @@ def checked_beyond_the_gpu(puzzle_id: str, kernel, run: GradeResult,
 
 @functools.cache   # a tool's run that does not finish raises (`sanitizer.SanitizerFailed`): never cached
 def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
-    """'' or the first finding of compute-sanitizer on the kernel's hidden cases on the GPU: memcheck, and
-    racecheck when it uses shared memory. (initcheck would find nothing: every device array the grader passes
-    is a copy of a host array.)"""
+    """'' or the first finding (in this order) of compute-sanitizer on the kernel's hidden cases on the GPU:
+    memcheck, and racecheck when it uses shared memory, the two side by side. (initcheck would find nothing: every
+    device array the grader passes is a copy of a host array.)"""
     # imported here: it imports cuda.core (a second), and every puzzles notebook's kernel cell imports this module
     from graders.cuda_engine import sanitizer
     tools = ("memcheck", "racecheck") if "cuda.shared.array" in source else ("memcheck",)
     request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
                "target": "gpu"}
-    for tool in tools:
-        finding = sanitizer.run_tool(tool, "graders.numba_engine.child", request, {"NUMBA_ENABLE_CUDASIM": "0"})
-        if finding:
-            return finding
-    return ""
+    def finding(tool: str) -> str:
+        return sanitizer.run_tool(tool, "graders.numba_engine.child", request, {"NUMBA_ENABLE_CUDASIM": "0"})
+    with ThreadPoolExecutor(len(tools)) as pool:
+        return next((found for found in pool.map(finding, tools) if found), "")
 
 
 @hidden_test

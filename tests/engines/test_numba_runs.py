@@ -171,3 +171,19 @@ def test_a_sanitizer_run_that_does_not_finish_is_not_cached(monkeypatch):
     assert grade.sanitizer_finding("map", KERNEL.source, KERNEL.name, 7) == ""
     assert runs == ["memcheck", "memcheck"]
     grade.sanitizer_finding.cache_clear()
+
+
+def test_memcheck_and_racecheck_run_side_by_side_and_memchecks_finding_comes_first(monkeypatch):
+    """A kernel with shared memory is checked by both tools at once; where both find something, the student reads
+    memcheck's finding, as when they ran one after the other."""
+    both_started = threading.Barrier(2, timeout=10)
+
+    def run_tool(tool, child, request, env):
+        both_started.wait()   # raises BrokenBarrierError unless the other tool is running too
+        return f"{tool} found 1 error(s)"
+    monkeypatch.setattr(sanitizer, "run_tool", run_tool)
+    shared = KERNEL.source.replace("def map_kernel(out, a, size):\n",
+                                   "def map_kernel(out, a, size):\n    cache = cuda.shared.array(8, numba.float32)\n")
+    grade.sanitizer_finding.cache_clear()
+    assert grade.sanitizer_finding("map", shared, KERNEL.name, 7) == "memcheck found 1 error(s)"
+    grade.sanitizer_finding.cache_clear()
