@@ -60,8 +60,8 @@ from graders import tracks
 from graders.cuda_engine import grade as _cuda_grade  # noqa: F401 (registers the engine's hidden tests)
 from graders.cuda_engine import structure as _cuda_structure  # noqa: F401 (same)
 from graders.gpu import NeedsGPUWorker, require_gpu
-from graders.hidden_tests import (HIDDEN_TESTS, PREPARE, RUN_ALONE, enter_trusted_grader, grading_student,
-                                  preparation, wrapped)
+from graders.hidden_tests import (HIDDEN_TESTS, PREPARE, PREPARE_TOGETHER, RUN_ALONE, enter_trusted_grader,
+                                  grading_student, preparation, wrapped)
 from graders.model_engine import grade as _model_grade  # noqa: F401 (same)
 from graders.numba_engine import grade as _numba_grade  # noqa: F401 (same)
 from graders.quiz_engine import grade as _quiz_grade  # noqa: F401 (same)
@@ -285,7 +285,10 @@ class _Grading:
     (the submission's kernels graded by one child, which a kernel that leaves it unfit replaces). Their
     preparations (`graders.hidden_tests.PREPARE`: work that times nothing, such as a CUDA kernel's
     compute-sanitizer runs) run side by side, `preparing_workers` at a time, from the grading's start, beside the
-    notebook's run and the untimed tests (nothing is timed then); the first timed test waits for all three."""
+    notebook's run and the untimed tests (nothing is timed then); a test with a together-handler
+    (`graders.hidden_tests.PREPARE_TOGETHER`, e.g. the CUDA kernels' `graders.cuda_engine.grade.prepare_together`:
+    one compute-sanitizer child per tool for all of them) has all its calls prepared by it at once, as one of
+    those jobs. The first timed test waits for all three."""
 
     def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
                  time_limit: float, refused: str = "", student: str = ""):
@@ -329,7 +332,10 @@ class _Grading:
 
     def _prepare(self, alone: list[str]) -> None:
         """The preparations of the timed tests ``alone`` (those that have one), side by side; each one's value is
-        kept for its test (`_grade`). One that raises is logged, and its test does that work itself."""
+        kept for its test (`_grade`). A test's calls whose test has a together-handler
+        (`graders.hidden_tests.PREPARE_TOGETHER`) are handed to it at once, one job beside the others; where it
+        raises, each of them is prepared alone. A preparation that raises is logged, and its test does that work
+        itself."""
         jobs = [g for g in alone if self.calls[g][0] in PREPARE and not isinstance(self.calls[g][1], Exception)]
         if not jobs:
             return
@@ -338,12 +344,49 @@ class _Grading:
             self.log.info("%d timed hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0): each does that work "
                           "itself", len(jobs))
             return
-        with ThreadPoolExecutor(min(workers, len(jobs))) as pool:
-            for grade_id, value in zip(jobs, pool.map(self._prepare_one, jobs)):
-                if value is not None:
-                    self.prepared[grade_id] = value
+        groups: dict[str, list[str]] = {}
+        for grade_id in jobs:
+            if self.calls[grade_id][0] in PREPARE_TOGETHER:
+                groups.setdefault(self.calls[grade_id][0], []).append(grade_id)
+        single = [g for g in jobs if self.calls[g][0] not in PREPARE_TOGETHER]
+        with ThreadPoolExecutor(min(workers, len(single) + len(groups))) as pool:
+            grouped = {name: pool.submit(self._prepare_together, name, ids) for name, ids in groups.items()}
+            values = dict(zip(single, pool.map(self._prepare_one, single)))
+            for name, future in grouped.items():
+                together = future.result()
+                if together is None:   # its handler raised: each call is prepared alone
+                    together = dict(zip(groups[name], pool.map(self._prepare_one, groups[name])))
+                values |= together
+        self.prepared.update((g, value) for g, value in values.items() if value is not None)
         self.log.info("%d of %d timed hidden tests prepared in %.1f s, %d at a time", len(self.prepared), len(jobs),
                       time.monotonic() - started, workers)
+
+    def _prepare_together(self, name: str, grade_ids: list[str]) -> dict[str, object] | None:
+        """The values of the preparations of test ``name``'s calls ``grade_ids``, from its together-handler at once
+        (a call whose arguments cannot be read, or whose value is an exception, is logged and not prepared); None
+        where the handler raised (logged): each is then prepared alone."""
+        if time.monotonic() >= self.deadline:
+            return {}
+        started, calls = time.monotonic(), {}
+        for grade_id in grade_ids:
+            try:
+                calls[grade_id] = self._arguments(grade_id, self.calls[grade_id][1])
+            except Exception as exc:   # the test itself grades, and says what is wrong
+                self._not_prepared(grade_id, exc)
+        try:
+            with grading_student(self.student):
+                values = dict(zip(calls, PREPARE_TOGETHER[name](list(calls.values())), strict=True))
+        except Exception as exc:
+            self.log.info("%s: %d calls not prepared together (%s: %s); each is prepared alone", name, len(calls),
+                          type(exc).__name__, shorten(str(exc), MAX_ERROR_CHARS, "an error's text"))
+            return None
+        for grade_id, value in values.items():
+            if isinstance(value, Exception):
+                self._not_prepared(grade_id, value)
+                values[grade_id] = None
+        self.log.info("%s: %d of %d timed hidden tests prepared together in %.1f s", name,
+                      sum(value is not None for value in values.values()), len(grade_ids), time.monotonic() - started)
+        return values
 
     def _prepare_one(self, grade_id: str):
         """What test ``grade_id``'s preparation returns, or None where it raised (logged)."""
@@ -355,9 +398,12 @@ class _Grading:
             with grading_student(self.student):
                 return PREPARE[name](*args, **kwargs)
         except Exception as exc:   # the test itself grades, and says what is wrong
-            self.log.info("%s: not prepared (%s: %s); its test does that work itself", grade_id,
-                          type(exc).__name__, shorten(str(exc), MAX_ERROR_CHARS, "an error's text"))
+            self._not_prepared(grade_id, exc)
             return None
+
+    def _not_prepared(self, grade_id: str, exc: Exception) -> None:
+        self.log.info("%s: not prepared (%s: %s); its test does that work itself", grade_id, type(exc).__name__,
+                      shorten(str(exc), MAX_ERROR_CHARS, "an error's text"))
 
     def finish(self) -> None:
         """Wait until every graded cell has its outputs (the notebook has run), at most until ``time_limit``

@@ -6,7 +6,9 @@ A hidden test cell holds one call, e.g. ``score('gemm', 'naive', naive_src)``. T
   grades (in sandboxed children) and prints the report; during ``nbgrader autograde`` it only prints one line,
   because there the notebook's kernel is the student's process and its output is never trusted;
 - the trusted grader (`graders.autograde`), inside nbgrader's own process: it makes the same call with
-  arguments read from the submitted file and writes the cell's output itself.
+  arguments read from the submitted file and writes the cell's output itself. Before a submission's first timed
+  test it runs the timed tests' preparations (`hidden_test`'s ``prepare``, or ``prepare_together`` for all of a
+  test's calls at once), whose values the tests read (`prepared`).
 """
 from __future__ import annotations
 
@@ -68,6 +70,21 @@ def _skipping_stubs(prepare: Callable) -> Callable:
     return preparing
 
 
+def _skipping_stubs_together(prepare_together: Callable) -> Callable:
+    """``prepare_together``, except that a call naming a kernel still the release's stub is not handed to it: its
+    value is None (`_skipping_stubs`). Raises `ValueError` where it returns another number of values than calls."""
+    @functools.wraps(prepare_together)
+    def preparing(calls: list[tuple[tuple, dict]]) -> list:
+        written = [i for i, (args, kwargs) in enumerate(calls) if not _names_a_stub(args, kwargs)]
+        values = [None] * len(calls)
+        if written:
+            for i, value in zip(written, prepare_together([calls[i] for i in written]), strict=True):
+                values[i] = value
+        return values
+
+    return preparing
+
+
 LINE_WIDTH = 83   # of a message's line, wherever it is shown: ``nbgrader validate`` shows 83 characters of one
 
 
@@ -94,6 +111,7 @@ class TestFailed(AssertionError):
 
 RUN_ALONE: set[str] = set()      # hidden tests that time kernels: never run beside another one
 PREPARE: dict[str, Callable] = {}   # a timed test's preparation, by the test's name (`hidden_test`)
+PREPARE_TOGETHER: dict[str, Callable] = {}   # the preparation of all of a submission's calls of a timed test, likewise
 _in_trusted_grader = False
 
 
@@ -151,21 +169,29 @@ def autograding_in_notebook() -> bool:
     return os.environ.get("NBGRADER_EXECUTION") == "autograde" and not _in_trusted_grader
 
 
-def hidden_test(function: Callable | None = None, *, alone: bool = False, prepare: Callable | None = None):
+def hidden_test(function: Callable | None = None, *, alone: bool = False, prepare: Callable | None = None,
+                prepare_together: Callable | None = None):
     """Register ``function`` for the trusted grader; return its notebook-side wrapper.
 
     ``@hidden_test(alone=True)`` marks a test that measures speed: the trusted grader runs it by itself.
     ``prepare`` (of a timed test; called with the test's arguments) does work the test needs that times nothing:
     the trusted grader runs the preparations of a submission's timed tests side by side before the first of them,
     and hands each test what its preparation returned (`prepared`); a preparation that raises leaves that work to
-    the test."""
+    the test. ``prepare_together`` (beside ``prepare``), called once with the list of all of a submission's calls of
+    the test (each its arguments and keywords), returns for each call, in order, what ``prepare`` would return or
+    the exception it would raise: work that costs less for them all at once; where it raises, the trusted grader
+    runs ``prepare`` for each call instead."""
     if function is None:
-        return functools.partial(hidden_test, alone=alone, prepare=prepare)
+        return functools.partial(hidden_test, alone=alone, prepare=prepare, prepare_together=prepare_together)
+    if prepare_together is not None and prepare is None:
+        raise ValueError(f"{function.__name__}: prepare_together needs prepare, which stands in where it fails")
     HIDDEN_TESTS[function.__name__] = _refusing_stubs(function)
     if alone:
         RUN_ALONE.add(function.__name__)
     if prepare is not None:
         PREPARE[function.__name__] = _skipping_stubs(prepare)
+    if prepare_together is not None:
+        PREPARE_TOGETHER[function.__name__] = _skipping_stubs_together(prepare_together)
 
     @functools.wraps(function)
     def in_notebook(*args, **kwargs):

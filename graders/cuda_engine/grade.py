@@ -41,7 +41,7 @@ from graders import settings
 from graders.cuda_engine import counters, preview, sanitizer
 from graders.cuda_engine.compile import DEFAULT_ARCH, UNKNOWN, CompileError, compile_cuda, resources_summary
 from graders.cuda_engine.scoring import score_kernel
-from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec, resolve_geometry
+from graders.cuda_engine.spec import AssignmentSpec, Geometry, KernelSpec, load_spec, resolve_geometry
 from graders.gpu import detect_gpu, require_gpu
 from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, prepared, still_the_stub
 from graders.ladder import lines_of_code
@@ -171,15 +171,22 @@ def _prepared_launch(request: dict, geometry) -> tuple:
     return request["spec_path"], request["kernel_id"], request["source"], geometry
 
 
-def prepare(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
-            memory_fraction: float = 0.25, sanitize: bool = True, profile: bool = True, **_) -> dict | None:
-    """`score`'s preparation, before any kernel of the submission is timed (the trusted grader runs the
-    preparations side by side: `graders.autograde`): the kernel under every compute-sanitizer tool its spec names
-    (``checked``), and its counter rule's Nsight Compute counts (``counter``, `graders.cuda_engine.counters.measure`:
-    one ncu at a time in this process), so that `sanitized` and `counted` take these instead of running between two
-    timed kernels. None where it has neither to do. Raises what `graders.cuda_engine.sanitizer.sanitize` raises,
-    also a run past `PREPARE_TIMEOUT_S` (a kernel that hangs: the test finds that first, and runs no tool on it); a
-    count that fails is left to the test (``counter_error`` says why)."""
+@dataclasses.dataclass(frozen=True)
+class _Preparation:
+    """What a preparation (`prepare`) works on: the kernel's spec, the launch the test grades, what it does."""
+
+    spec: AssignmentSpec
+    kernel: KernelSpec
+    geometry: Geometry
+    request: dict
+    sanitizing: bool
+    profiling: bool
+
+
+def _preparation(assignment: str | Path, kernel_id: str, source: str, *, block=None, tile=None, params=None,
+                 memory_fraction: float = 0.25, sanitize: bool = True, profile: bool = True,
+                 **_) -> _Preparation | None:
+    """`score`'s arguments as a preparation's work; None where it has neither tools to run nor counts to make."""
     spec = load_spec(assignment)
     kernel = spec.kernel(kernel_id)
     sanitizing = sanitize and settings.sanitize_enabled()
@@ -188,14 +195,61 @@ def prepare(assignment: str | Path, kernel_id: str, source: str, *, block=None, 
         return None
     geometry = resolve_geometry(kernel, block, tile, params)
     request = _request(spec, kernel_id, source, geometry, block, tile, params, memory_fraction, hidden_seed())
+    return _Preparation(spec, kernel, geometry, request, sanitizing, profiling)
+
+
+def prepare(*args, **kwargs) -> dict | None:
+    """`score`'s preparation (called with its arguments), before any kernel of the submission is timed (the trusted
+    grader runs the preparations side by side: `graders.autograde`): the kernel under every compute-sanitizer tool
+    its spec names (``checked``), and its counter rule's Nsight Compute counts (``counter``,
+    `graders.cuda_engine.counters.measure`: one ncu at a time in this process), so that `sanitized` and `counted`
+    take these instead of running between two timed kernels. None where it has neither to do. Raises what
+    `graders.cuda_engine.sanitizer.sanitize` raises, also a run past `PREPARE_TIMEOUT_S` (a kernel that hangs: the
+    test finds that first, and runs no tool on it); a count that fails is left to the test (``counter_error`` says
+    why)."""
+    work = _preparation(*args, **kwargs)
+    if work is None:
+        return None
     started = time.monotonic()
-    value = {"launch": _prepared_launch(request, geometry), "checked": None, "counter": None}
-    if sanitizing:
-        value["checked"] = sanitizer.sanitize(request, kernel, geometry, _child_env(), kernel.sanitizer_tools,
-                                              timeout_s=PREPARE_TIMEOUT_S)
-    if profiling and not (value["checked"] or {}).get("failure"):
+    checked = (sanitizer.sanitize(work.request, work.kernel, work.geometry, _child_env(), work.kernel.sanitizer_tools,
+                                  timeout_s=PREPARE_TIMEOUT_S) if work.sanitizing else None)
+    return _counted_preparation(work, checked, started)
+
+
+def prepare_together(calls: list[tuple[tuple, dict]]) -> list:
+    """The preparations (`prepare`) of a submission's calls of `score` (each its arguments and keywords), in one: for
+    each call what `prepare` returns, or the exception it would raise. The kernels' compute-sanitizer runs are one
+    child per tool for all of them (`graders.cuda_engine.sanitizer.sanitize_together`: the same findings); then, one
+    at a time, the counts of each kernel with a counter rule and no finding. A value's ``seconds`` count from the
+    start of them all. Raises `graders.cuda_engine.sanitizer.SanitizerMissing` without compute-sanitizer."""
+    works: list[_Preparation | None | Exception] = []
+    for args, kwargs in calls:
         try:
-            value["counter"] = counters.measure(spec, kernel, request, _child_env(), timeout_s=PREPARE_TIMEOUT_S)
+            works.append(_preparation(*args, **kwargs))
+        except Exception as exc:   # that call's own preparation fails so
+            works.append(exc)
+    started = time.monotonic()
+    checking = [i for i, work in enumerate(works) if isinstance(work, _Preparation) and work.sanitizing]
+    launches = [(works[i].request, works[i].kernel, works[i].geometry) for i in checking]
+    found = (dict(zip(checking, sanitizer.sanitize_together(launches, _child_env(), PREPARE_TIMEOUT_S)))
+             if checking else {})
+    values = []
+    for i, work in enumerate(works):
+        if not isinstance(work, _Preparation) or isinstance(found.get(i), Exception):
+            values.append(found.get(i, work))   # nothing to prepare, or what its preparation would raise
+        else:
+            values.append(_counted_preparation(work, found.get(i), started))
+    return values
+
+
+def _counted_preparation(work: _Preparation, checked: dict | None, started: float) -> dict:
+    """A preparation's value: its launch, its findings ``checked`` and, for a kernel with a counter rule and no
+    finding, its counts (or why counting failed), and its seconds since ``started``."""
+    value = {"launch": _prepared_launch(work.request, work.geometry), "checked": checked, "counter": None}
+    if work.profiling and not (checked or {}).get("failure"):
+        try:
+            value["counter"] = counters.measure(work.spec, work.kernel, work.request, _child_env(),
+                                                timeout_s=PREPARE_TIMEOUT_S)
         except Exception as exc:   # the test counts again, and says what failed
             value["counter_error"] = f"{type(exc).__name__}: {exc}"
     return value | {"seconds": round(time.monotonic() - started, 3)}
@@ -356,7 +410,7 @@ def _rate(per_second: float, unit: str) -> str:
     return f"{per_second / 1e9:.0f} G{unit}/s"
 
 
-@hidden_test(alone=True, prepare=prepare)
+@hidden_test(alone=True, prepare=prepare, prepare_together=prepare_together)
 def score(assignment: str | Path, kernel_id: str, source: str, **options) -> float:
     """Points for one kernel, for an nbgrader test cell; raises `KernelFailed` unless it is correct.
 

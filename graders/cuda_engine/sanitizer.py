@@ -7,6 +7,11 @@ accesses memory outside its buffers loses its correctness points, with the sanit
 launch is at `sanitize_shape`: the spec's ``sanitize_shape``, else `public_shape`, a small check shape of the kernel
 (the tools slow a kernel down by orders of magnitude) that still spans two blocks.
 
+`sanitize_together` checks several kernels of one submission, with the same findings, paying each tool's child start
+once: one child per tool launches every kernel of its batch in turn. A batch clears a kernel only when its run
+finished, launched that kernel and its report counts no error at all; any other kernel runs under that tool alone,
+as `sanitize` runs it, so that a finding is always of one kernel's own run.
+
 `crash_report` is memcheck's report of a kernel that crashed, at the check shape where it did, compiled with its
 source lines (a spec's ``explain_crash``): the access that faulted and the line it is on.
 
@@ -35,6 +40,8 @@ from graders.sandbox.starvation import refuse_starved
 TOOLS = DEFAULT_SANITIZER_TOOLS
 CHILD = "graders.cuda_engine.launch_child"
 TIMEOUT_S = 180.0    # one tool's run: CUDA start under the tool, compile, one slowed-down launch
+BATCH_KERNEL_S = 10.0   # a batch's limit beyond one run's, per kernel in it: its compile and slowed-down launch
+ALONE_AT_ONCE = 4    # runs alone at once, per tool, after a batch that did not clear its kernels
 RACECHECK_PRINT_LIMIT = 5    # hazards racecheck prints (`tool_wrapper`)
 _ERRORS = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?", re.MULTILINE)
 _RACES = re.compile(r"^=+ RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", re.MULTILINE)
@@ -109,16 +116,20 @@ def crash_report(request: dict, kernel: KernelSpec, env: dict[str, str], shape: 
     return first_block(run.stdout)
 
 
-def tool_wrapper(tool: str, kernel_name: str | None = None) -> tuple[str, ...]:
-    """compute-sanitizer's command line around a child for ``tool``: ``kernel_name`` limits memcheck, racecheck and
-    synccheck to kernels whose name contains it (initcheck watches every kernel, since it knows memory as written
-    only when it saw the write: the grader's own kernels fill the inputs and poison the output); errors of host API
-    calls are not the kernel's and are not reported; the tool never fails the run itself. A memcheck, initcheck or
-    synccheck finding carries a host backtrace of about 2 KiB, so one is printed (its summary still counts them
-    all) and it stays within the 4 KiB of output kept (`graders.sandbox.capped_output`); racecheck's hazards are a
-    few lines each, and its first shown may be a warning, so it prints `RACECHECK_PRINT_LIMIT`.
+def tool_wrapper(tool: str, kernel_name: str | tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """compute-sanitizer's command line around a child for ``tool``: ``kernel_name`` (one name or several) limits
+    memcheck, racecheck and synccheck to kernels whose name contains it, or one of them: a ``--kernel-name
+    kns=NAME`` filter each (compute-sanitizer checks a kernel that matches at least one of its filters, its
+    ``--help`` says; substrings keep a batch's filter the same as each kernel's own, where one ``regex`` key would
+    need escaping). initcheck watches every kernel, since it knows memory as written only when it saw the
+    write: the grader's own kernels fill the inputs and poison the output. Errors of host API calls are not the
+    kernel's and are not reported; the tool never fails the run itself. A memcheck, initcheck or synccheck finding
+    carries a host backtrace of about 2 KiB, so one is printed (its summary still counts them all) and it stays
+    within the 4 KiB of output kept (`graders.sandbox.capped_output`); racecheck's hazards are a few lines each, and
+    its first shown may be a warning, so it prints `RACECHECK_PRINT_LIMIT`.
     Raises `SanitizerMissing` without compute-sanitizer."""
-    watched = ("--kernel-name", f"kns={kernel_name}") if kernel_name and tool != "initcheck" else ()
+    names = (kernel_name,) if isinstance(kernel_name, str) else kernel_name or ()
+    watched = tuple(part for name in names for part in ("--kernel-name", f"kns={name}")) if tool != "initcheck" else ()
     limit = RACECHECK_PRINT_LIMIT if tool == "racecheck" else 1
     return (str(tool_binary()), "--tool", tool, *watched, "--report-api-errors", "no", "--print-limit", str(limit),
             "--error-exitcode", "0")
@@ -171,6 +182,77 @@ def sanitize(request: dict, kernel: KernelSpec, geometry: Geometry, env: dict[st
     found = {tool: finding for tool, (finding, _) in runs.items()}
     return {"shape": list(shape), "tools": found, "failure": _first(found),
             "seconds": {tool: seconds for tool, (_, seconds) in runs.items()}}
+
+
+def sanitize_together(launches: list[tuple[dict, KernelSpec, Geometry]], env: dict[str, str],
+                      timeout_s: float = TIMEOUT_S) -> list[dict | Exception]:
+    """Each launch of ``launches`` (a kernel's request, spec and geometry, all of one submission) checked by each of
+    its spec's tools at its `sanitize_shape`, as `sanitize` checks it, in `sanitize`'s answer with ``"batched":
+    {tool: n}`` for each tool whose batch of n kernels cleared it; or the exception (`SanitizerFailed`,
+    `graders.sandbox.starvation.WorkerStarved`) that a run of it alone raised.
+
+    One child per tool, the tools' children side by side, launches every kernel whose spec names the tool, in
+    order, watching all of them (`tool_wrapper`), for at most ``timeout_s`` and `BATCH_KERNEL_S` a kernel. A batch
+    that did not finish (killed, timed out, starved), reports no summary or any error, or did not launch a kernel,
+    clears none of them: each kernel it did not clear runs under the tool alone, as `sanitize` runs it, for at most
+    ``timeout_s``, `ALONE_AT_ONCE` at a time. A kernel's ``seconds`` are those of the run that decided its finding.
+    Raises `SanitizerMissing` without compute-sanitizer."""
+    tool_binary()
+    shaped = [request | {"shape": list(sanitize_shape(kernel, geometry))} for request, kernel, geometry in launches]
+    tools = tuple(dict.fromkeys(tool for _, kernel, _ in launches for tool in kernel.sanitizer_tools))
+
+    def checked(tool: str) -> dict[int, tuple[str | Exception, float, int]]:
+        """By launch: (its finding or the exception of its run alone, that run's seconds, its batch's size or 1)."""
+        members = [i for i, (_, kernel, _) in enumerate(launches) if tool in kernel.sanitizer_tools]
+        started = time.monotonic()
+        cleared = (_cleared(tool, [shaped[i] for i in members], tuple(launches[i][1].function for i in members), env,
+                            timeout_s + BATCH_KERNEL_S * len(members)) if len(members) > 1 else [False])
+        seconds = round(time.monotonic() - started, 3)
+        found = {i: ("", seconds, len(members)) for i, clear in zip(members, cleared) if clear}
+
+        def alone(i: int) -> tuple[int, str | Exception, float]:
+            started = time.monotonic()
+            try:
+                finding = run_tool(tool, CHILD, shaped[i], env, launches[i][1].function, timeout_s)
+            except Exception as exc:   # that kernel's own run did not finish: its preparation's failure
+                finding = exc
+            return i, finding, round(time.monotonic() - started, 3)
+
+        redo = [i for i in members if i not in found]
+        if redo:
+            with ThreadPoolExecutor(min(len(redo), ALONE_AT_ONCE)) as pool:
+                found |= {i: (finding, s, 1) for i, finding, s in pool.map(alone, redo)}
+        return found
+
+    with ThreadPoolExecutor(max(len(tools), 1)) as pool:
+        runs = dict(zip(tools, pool.map(checked, tools)))
+    answers: list[dict | Exception] = []
+    for i, (_, kernel, _) in enumerate(launches):
+        mine = {tool: runs[tool][i] for tool in kernel.sanitizer_tools}
+        failed = next((finding for finding, _, _ in mine.values() if isinstance(finding, Exception)), None)
+        found = {tool: finding for tool, (finding, _, _) in mine.items()}
+        answers.append(failed or {"shape": shaped[i]["shape"], "tools": found, "failure": _first(found),
+                                  "seconds": {tool: seconds for tool, (_, seconds, _) in mine.items()},
+                                  "batched": {tool: n for tool, (_, _, n) in mine.items() if n > 1}})
+    return answers
+
+
+def _cleared(tool: str, requests: list[dict], functions: tuple[str, ...], env: dict[str, str],
+             timeout_s: float) -> list[bool]:
+    """Whether one child under ``tool`` (`tool_wrapper`, watching ``functions``) that launches ``requests`` in turn
+    clears each: the run finished, its report counts no error (`findings`), and it launched that request at its
+    shape. All False where the run did not finish or its report counts an error or has no summary."""
+    run = run_child(CHILD, {"launches": requests}, timeout_s=timeout_s, gpu=True, wrapper=tool_wrapper(tool, functions),
+                    env=env)
+    outcomes = run.answer.get("launches") if run.ok else None
+    if not isinstance(outcomes, list) or len(outcomes) != len(requests):
+        return [False] * len(requests)
+    try:
+        if findings(tool, run.stdout):
+            return [False] * len(requests)
+    except SanitizerFailed:
+        return [False] * len(requests)
+    return [isinstance(o, dict) and o.get("launched") == r["shape"] for o, r in zip(outcomes, requests)]
 
 
 def for_tools(checked: dict, tools) -> dict:

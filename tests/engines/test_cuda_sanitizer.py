@@ -376,3 +376,210 @@ def test_one_printed_finding_and_the_summary_fit_in_the_output_kept(printed, kep
     finding = sanitizer.findings("memcheck", tail)
     assert finding.startswith("compute-sanitizer --tool memcheck found 786 error(s)")
     assert ("(finding 1)" in finding) == kept, finding
+
+
+# --- a submission's kernels checked together: one child per tool -------------------------------------------------
+
+def gemm_launches(*kernel_ids: str, tools: dict[str, tuple[str, ...]] | None = None) -> list:
+    """(request, kernel, geometry) of gemm's ``kernel_ids``; ``tools``: a kernel's own sanitizer_tools."""
+    spec = load_spec("gemm")
+    launches = []
+    for kernel_id in kernel_ids:
+        kernel = spec.kernel(kernel_id)
+        if kernel_id in (tools or {}):
+            kernel = dataclasses.replace(kernel, sanitizer_tools=tools[kernel_id])
+        launches.append(({"kernel_id": kernel_id, "source": f"{kernel_id} source", "seed": 5}, kernel,
+                         kernel.geometry))
+    return launches
+
+
+@pytest.fixture
+def children(monkeypatch, tmp_path):
+    """A compute-sanitizer file named by WORKSHOP_COMPUTE_SANITIZER, and a recorder of the child runs that answers
+    with ``children.answer(tool, request, wrapper)`` (default: every launch launched, the tool's report clean)."""
+    binary = tmp_path / "compute-sanitizer"
+    binary.write_text("")
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(binary))
+    lock = threading.Lock()
+
+    def launched(request):
+        return {"launches": [{"launched": r["shape"]} for r in request["launches"]]} if "launches" in request else {
+            "launched": request["shape"]}
+
+    recorder = types.SimpleNamespace(runs=[], answer=lambda tool, request, wrapper: ChildResult(
+        "ok", answer=launched(request), stdout=CLEAN), launched=launched)
+
+    def child(handler, request, **options):
+        with lock:
+            recorder.runs.append({"handler": handler, "request": request, **options})
+        return recorder.answer(options["wrapper"][2], request, options["wrapper"])
+    monkeypatch.setattr(sanitizer, "run_child", child)
+    return recorder
+
+
+def batches(runs) -> dict[str, dict]:
+    return {run["wrapper"][2]: run for run in runs if "launches" in run["request"]}
+
+
+def alone(runs) -> list[tuple[str, str]]:
+    return sorted((run["wrapper"][2], run["request"]["kernel_id"]) for run in runs if "launches" not in run["request"])
+
+
+def test_a_clean_batch_clears_every_kernel_with_one_child_per_tool(children):
+    """Each tool's child launches every kernel whose spec names the tool, each at its own sanitizer shape; a tool
+    that one kernel names (synccheck here) runs on it alone, as `sanitize` would."""
+    launches = gemm_launches("naive", "blocktile2d", "warptiling", tools={"blocktile2d": ("memcheck", "synccheck")})
+    checked = sanitizer.sanitize_together(launches, {"PYTHONPATH": "/graders"}, timeout_s=60)
+    runs = batches(children.runs)
+    assert len(children.runs) == 4 and alone(children.runs) == [("synccheck", "blocktile2d")]
+    members = {tool: [r["kernel_id"] for r in run["request"]["launches"]] for tool, run in runs.items()}
+    assert members == {"memcheck": ["naive", "blocktile2d", "warptiling"], "racecheck": ["naive", "warptiling"],
+                       "initcheck": ["naive", "warptiling"]}
+    assert runs["memcheck"]["request"]["launches"][1] == launches[1][0] | {"shape": [129, 255, 300]}
+    assert runs["memcheck"]["wrapper"][3:9] == ("--kernel-name", "kns=sgemm_naive", "--kernel-name",
+                                                "kns=sgemm_blocktile2d", "--kernel-name", "kns=sgemm_warptiling")
+    assert "--kernel-name" not in runs["initcheck"]["wrapper"]
+    assert {tool: run["timeout_s"] for tool, run in runs.items()} == {
+        "memcheck": 60 + 3 * sanitizer.BATCH_KERNEL_S, "racecheck": 60 + 2 * sanitizer.BATCH_KERNEL_S,
+        "initcheck": 60 + 2 * sanitizer.BATCH_KERNEL_S}
+    assert all(run["handler"] == sanitizer.CHILD and run["gpu"] and run["env"] == {"PYTHONPATH": "/graders"}
+               for run in children.runs)
+    for (_, kernel, _), answer in zip(launches, checked):
+        assert list(answer["tools"]) == list(kernel.sanitizer_tools) and not any(answer["tools"].values())
+        assert answer["failure"] == "" and set(answer["seconds"]) == set(kernel.sanitizer_tools)
+        assert answer["batched"] == {tool: len(members[tool]) for tool in kernel.sanitizer_tools if tool in members}
+    assert [answer["shape"] for answer in checked] == [[33, 65, 17], [129, 255, 300], [256, 512, 96]]
+
+
+def test_a_finding_in_a_batch_sends_that_tool_back_to_each_kernel_alone_and_names_only_the_kernel_it_is_in(children):
+    """racecheck's batch reports a race: it clears nobody; each kernel runs under racecheck alone, watched by its own
+    name, and only the racy kernel's run reports it. The other tools' batches still clear every kernel."""
+    def answer(tool, request, wrapper):
+        racy = tool == "racecheck" and ("launches" in request or request["kernel_id"] == "smem")
+        return ChildResult("ok", answer=children.launched(request), stdout=RACECHECK if racy else CLEAN)
+    children.answer = answer
+    launches = gemm_launches("naive", "smem", "warptiling")
+    checked = sanitizer.sanitize_together(launches, {})
+    assert alone(children.runs) == [("racecheck", "naive"), ("racecheck", "smem"), ("racecheck", "warptiling")]
+    for run in children.runs:
+        if "launches" not in run["request"]:
+            kernel = load_spec("gemm").kernel(run["request"]["kernel_id"])
+            assert run["wrapper"][3:5] == ("--kernel-name", f"kns={kernel.function}")
+            assert run["request"] == launches[["naive", "smem", "warptiling"].index(kernel.id)][0] | {
+                "shape": list(sanitizer.sanitize_shape(kernel, kernel.geometry))}
+            assert run["timeout_s"] == sanitizer.TIMEOUT_S
+    race = sanitizer.findings("racecheck", RACECHECK)
+    assert [answer["failure"] for answer in checked] == ["", race, ""]
+    assert [answer["tools"]["racecheck"] for answer in checked] == ["", race, ""]
+    assert all(answer["batched"] == {"memcheck": 3, "initcheck": 3} for answer in checked)
+
+
+@pytest.mark.parametrize("batch", [
+    ChildResult("timeout", message="stopped after 90 s", stdout=CLEAN),
+    ChildResult("crashed", message="killed by signal 9"),
+    ChildResult("ok", answer={"error": "CompileError: ..."}, stdout=CLEAN),
+    ChildResult("ok", answer={"launches": []}, stdout=CLEAN),
+    ChildResult("ok", answer={"launches": [{"launched": [1, 1, 1]}, {"launched": [1, 1, 1]}]}, stdout=CLEAN),
+    "no summary",
+], ids=["timeout", "crashed", "handler error", "too few outcomes", "other shapes", "no summary"])
+def test_a_batch_that_did_not_finish_cleanly_clears_nobody(children, batch):
+    def answer(tool, request, wrapper):
+        if "launches" not in request:
+            return ChildResult("ok", answer=children.launched(request), stdout=CLEAN)
+        if batch == "no summary":
+            return ChildResult("ok", answer=children.launched(request), stdout="========= COMPUTE-SANITIZER\n")
+        return batch
+    children.answer = answer
+    checked = sanitizer.sanitize_together(gemm_launches("naive", "coalesced"), {})
+    assert alone(children.runs) == sorted((tool, k) for tool in sanitizer.TOOLS for k in ("naive", "coalesced"))
+    assert all(answer["failure"] == "" and answer["batched"] == {} for answer in checked)
+
+
+def test_a_launch_that_failed_in_its_batch_runs_alone_and_its_failure_is_its_own(children):
+    """The batch's child launched naive and warptiling but coalesced raised (it does not compile): the two are
+    cleared; coalesced runs alone under each tool, where its child fails as it did, its preparation's failure."""
+    def answer(tool, request, wrapper):
+        if "launches" in request:
+            return ChildResult("ok", stdout=CLEAN, answer={"launches": [
+                {"error": "CompileError: line 3"} if r["kernel_id"] == "coalesced" else {"launched": r["shape"]}
+                for r in request["launches"]]})
+        return ChildResult("ok", answer={"error": "CompileError: line 3"}, stdout=CLEAN)
+    children.answer = answer
+    naive, coalesced, warptiling = sanitizer.sanitize_together(gemm_launches("naive", "coalesced", "warptiling"), {})
+    assert alone(children.runs) == [(tool, "coalesced") for tool in sorted(sanitizer.TOOLS)]
+    assert isinstance(coalesced, sanitizer.SanitizerFailed) and "CompileError: line 3" in str(coalesced)
+    assert naive["batched"] == warptiling["batched"] == dict.fromkeys(sanitizer.TOOLS, 3)
+
+
+def test_one_kernel_of_a_tool_runs_alone_as_sanitize_runs_it(children):
+    (checked,) = sanitizer.sanitize_together(gemm_launches("naive"), {}, timeout_s=60)
+    assert batches(children.runs) == {}
+    assert alone(children.runs) == [(tool, "naive") for tool in sorted(sanitizer.TOOLS)]
+    assert all(run["timeout_s"] == 60 for run in children.runs)
+    assert checked["batched"] == {} and checked["failure"] == ""
+
+
+def test_without_compute_sanitizer_a_batch_stops_before_any_run(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer")
+    monkeypatch.setattr(sanitizer, "run_child", lambda *a, **k: pytest.fail("a child ran"))
+    with pytest.raises(sanitizer.SanitizerMissing):
+        sanitizer.sanitize_together(gemm_launches("naive", "smem"), {})
+
+
+def test_a_batch_child_launches_each_request_and_answers_each_ones_outcome(monkeypatch):
+    """`launch_child.handle` with ``launches``: a launch that raises is that launch's outcome, and the next ones
+    are still launched; a single request is answered as before."""
+    from graders.cuda_engine import launch_child
+    from graders.cuda_engine.compile import CompileError
+    launched = []
+
+    def launch_once(kernel, geometry, source, shape, *, seed, memory_fraction, lineinfo):
+        if source == "broken":
+            raise CompileError("line 3: expected ';'")
+        launched.append((kernel.id, source, shape, seed))
+    monkeypatch.setattr(launch_child, "launch_once", launch_once)
+    spec = str(load_spec("gemm").path)
+    requests = [{"spec_path": spec, "kernel_id": k, "source": s, "shape": [33, 65, 17], "seed": 5}
+                for k, s in (("naive", "a"), ("smem", "broken"), ("warptiling", "c"))]
+    assert launch_child.handle({"launches": requests}) == {"launches": [
+        {"launched": [33, 65, 17]}, {"error": "CompileError: line 3: expected ';'"}, {"launched": [33, 65, 17]}]}
+    assert launched == [("naive", "a", (33, 65, 17), 5), ("warptiling", "c", (33, 65, 17), 5)]
+    assert launch_child.handle(requests[0]) == {"launched": [33, 65, 17]}
+
+
+def test_autograde_hands_a_cuda_submissions_timed_tests_to_the_together_handler_once(children, monkeypatch):
+    """`score`'s registered preparations in the trusted grader: the submission's three transpose kernels are checked
+    by one compute-sanitizer child per tool, and each test takes its kernel's findings from its preparation
+    (`grade._prepared_findings`, as `grade.sanitized` does) instead of running the tools."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from graders import autograde
+    from graders.submission import Submission
+    seen = {}
+
+    def score(assignment, kernel_id, source, **options):
+        spec = load_spec(assignment)
+        kernel = spec.kernel(kernel_id)
+        request = {"spec_path": str(spec.path.resolve()), "kernel_id": kernel_id, "source": source}
+        seen[kernel_id] = grade._prepared_findings(request, kernel.geometry, kernel.sanitizer_tools)
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "score", score)
+    monkeypatch.setattr(grade.counters, "measure", lambda *a, **k: {"failure": ""})
+    monkeypatch.setattr(autograde, "preparing_workers", lambda: 4)
+    cells = [new_code_cell(f"score('transpose', {k!r}, {k + ' source'!r})", metadata={"nbgrader": {"grade_id": k}})
+             for k in ("naive", "tiled", "padded")]
+    autograde._Grading(cells, Submission(new_notebook()), 2, _Log(), time_limit=60).finish()
+    assert sorted(run["wrapper"][2] for run in children.runs) == sorted(sanitizer.TOOLS)
+    assert all([r["kernel_id"] for r in run["request"]["launches"]] == ["naive", "tiled", "padded"]
+               for run in children.runs)
+    assert set(seen) == {"naive", "tiled", "padded"}
+    assert all(found["prepared"] and found["failure"] == "" and found["batched"] == dict.fromkeys(sanitizer.TOOLS, 3)
+               for found in seen.values())
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def __getattr__(self, level):
+        return lambda text, *args: self.lines.append(text % args)

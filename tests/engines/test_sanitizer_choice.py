@@ -256,3 +256,81 @@ def test_the_preparation_runs_every_tool_of_the_spec_on_the_launch_the_test_grad
 
 def kernel_spec_path(track: str):
     return grade.load_spec(track).path.resolve()
+
+
+# --- a submission's preparations together ---------------------------------------------------------------------
+
+@pytest.fixture
+def clean_children(monkeypatch, tmp_path):
+    """compute-sanitizer named by WORKSHOP_COMPUTE_SANITIZER, every child run recorded and answered clean (a batch
+    racecheck run on transpose_tiled, or its run alone, reports a race), and ncu's counts stood in for."""
+    binary = tmp_path / "compute-sanitizer"
+    binary.write_text("")
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(binary))
+    runs, counted = [], []
+
+    def child(handler, request, **options):
+        runs.append((options["wrapper"][2], [r["kernel_id"] for r in request.get("launches", [request])]))
+        racy = options["wrapper"][2] == "racecheck" and "tiled" in runs[-1][1]
+        answer = ({"launches": [{"launched": r["shape"]} for r in request["launches"]]} if "launches" in request
+                  else {"launched": request["shape"]})
+        return ChildResult("ok", answer=answer, stdout=RACE_REPORT if racy else CLEAN_REPORT)
+    monkeypatch.setattr(sanitizer, "run_child", child)
+    monkeypatch.setattr(grade.counters, "measure", lambda spec, kernel, request, env, timeout_s: counted.append(
+        kernel.id) or {"yours": 1, "failure": ""})
+    return runs, counted
+
+
+CLEAN_REPORT = "========= ERROR SUMMARY: 0 errors\n"
+RACE_REPORT = ("========= Error: Race reported between Write access at transpose_tiled+0x150\n"
+               "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+
+
+def test_preparations_together_give_each_call_what_its_own_preparation_gives(clean_children):
+    """The same values as `grade.prepare` call by call (the launch, the findings, the counts of the padded
+    transpose's counter rule), from one child per tool; a racy kernel's finding is its own, and it is not counted."""
+    runs, counted = clean_children
+    calls = [(("transpose", kernel_id, f"{kernel_id} source"), {"budget_s": 1.0}) for kernel_id in
+             ("naive", "tiled", "padded")]
+    together = grade.prepare_together(calls)
+    assert sorted(runs) == sorted([(tool, ["naive", "tiled", "padded"]) for tool in sanitizer.TOOLS]
+                                  + [("racecheck", [kernel_id]) for kernel_id in ("naive", "tiled", "padded")])
+    assert counted == ["padded"]
+    runs.clear()
+    counted.clear()
+    alone = [grade.prepare(*args, **kwargs) for args, kwargs in calls]
+    assert len(runs) == 9 and counted == ["padded"]
+    for mine, own in zip(together, alone):
+        assert (mine["launch"], mine["counter"]) == (own["launch"], own["counter"])
+        assert {k: v for k, v in mine["checked"].items() if k not in ("seconds", "batched")} == {
+            k: v for k, v in own["checked"].items() if k != "seconds"}
+    assert together[1]["checked"]["failure"].startswith("compute-sanitizer --tool racecheck found 1 error(s)")
+    assert [value["checked"]["batched"] for value in together] == [{"memcheck": 3, "initcheck": 3}] * 3
+
+
+def test_a_call_whose_preparation_fails_gets_that_failure_and_the_others_are_prepared(clean_children, monkeypatch):
+    runs, _ = clean_children
+    failed, naive, off = grade.prepare_together([(("transpose", "nonexistent", "s"), {}),
+                                                 (("transpose", "naive", "s"), {}),
+                                                 (("transpose", "tiled", "s"), {"sanitize": False})])
+    assert isinstance(failed, Exception) and naive["checked"]["failure"] == "" and off is None
+    assert all(kernels == ["naive"] for _, kernels in runs)
+    monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
+    runs.clear()
+    naive, padded = grade.prepare_together([(("transpose", "naive", "s"), {}), (("transpose", "padded", "s"), {})])
+    assert naive is None and padded["checked"] is None and padded["counter"] == {"yours": 1, "failure": ""}
+    assert runs == []
+
+
+def test_the_registered_handler_hands_over_only_written_kernels(monkeypatch):
+    """`score`'s together-handler as registered: a call whose kernel is still the stub is not prepared."""
+    from graders.hidden_tests import PREPARE_TOGETHER, STUB_MARK
+    handed = []
+    monkeypatch.setattr(grade.sanitizer, "sanitize_together", lambda launches, env, timeout_s: handed.append(
+        [request["kernel_id"] for request, _, _ in launches]) or [{"failure": ""} for _ in launches])
+    monkeypatch.setattr(grade.counters, "measure", lambda *a, **k: {"failure": ""})
+    stub = f'extern "C" __global__ void transpose_tiled(float* out)\n{{\n    {STUB_MARK}\n}}\n'
+    values = PREPARE_TOGETHER["score"]([(("transpose", "naive", "s"), {}), (("transpose", "tiled", stub), {}),
+                                        (("transpose", "padded", "s"), {})])
+    assert handed == [["naive", "padded"]] and values[1] is None
+    assert [value["checked"] for value in (values[0], values[2])] == [{"failure": ""}] * 2

@@ -251,6 +251,76 @@ def test_with_no_preparing_workers_each_timed_test_does_its_own_work(monkeypatch
     assert calls == [("timed", None)]
     assert "1 timed hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0)" in " ".join(log.lines)
 
+def _timed_tests(monkeypatch, *names: str) -> None:
+    """``names`` registered as timed tests (RUN_ALONE) for this test."""
+    monkeypatch.setattr(hidden_tests, "RUN_ALONE", hidden_tests.RUN_ALONE | set(names))
+    monkeypatch.setattr(autograde, "RUN_ALONE", hidden_tests.RUN_ALONE)
+
+
+def test_a_tests_calls_with_a_together_handler_are_prepared_at_once_beside_the_other_tests_preparations(monkeypatch):
+    """The calls of a test with a together-handler (`graders.hidden_tests.PREPARE_TOGETHER`) are handed to it once,
+    in the notebook's order and without a stub's; its per-call preparation does not run; another test's calls are
+    prepared one by one beside it; each test reads its own value; a value that is an exception is logged."""
+    handed, single, seen = [], [], {}
+
+    def together(calls):
+        handed.append(calls)
+        return [RuntimeError("no compute-sanitizer here") if args[0] == "timed1" else f"together {args[0]}"
+                for args, _ in calls]
+
+    def read(name, source="done"):
+        seen[name] = hidden_tests.prepared()
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", read)
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "other", read)
+    monkeypatch.setitem(autograde.PREPARE, "timed", lambda *a, **k: pytest.fail("prepared alone"))
+    monkeypatch.setitem(autograde.PREPARE_TOGETHER, "timed", hidden_tests._skipping_stubs_together(together))
+    monkeypatch.setitem(autograde.PREPARE, "other", lambda name, source="done": single.append(name) or f"alone {name}")
+    _timed_tests(monkeypatch, "timed", "other")
+    monkeypatch.setattr(autograde, "preparing_workers", lambda: 2)
+    stub = f"__global__ void k()\n{{\n    {hidden_tests.STUB_MARK}\n}}\n"
+    cells = [new_code_cell(f"timed('timed{i}', source='k{i}')", metadata={"nbgrader": {"grade_id": f"timed{i}"}})
+             for i in range(3)]
+    cells.append(new_code_cell(f"timed('timed3', {stub!r})", metadata={"nbgrader": {"grade_id": "timed3"}}))
+    cells += [new_code_cell(f"other('other{i}')", metadata={"nbgrader": {"grade_id": f"other{i}"}}) for i in range(2)]
+    log = _Log()
+    autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=120).finish()
+    assert handed == [[(["timed0"], {"source": "k0"}), (["timed1"], {"source": "k1"}), (["timed2"], {"source": "k2"})]]
+    assert sorted(single) == ["other0", "other1"]
+    assert seen == {"timed0": "together timed0", "timed1": None, "timed2": "together timed2", "timed3": None,
+                    "other0": "alone other0", "other1": "alone other1"}
+    together = "timed: 2 of 4 timed hidden tests prepared together in "
+    assert any(line.startswith(together) for line in log.lines), log.lines
+    assert "timed1: not prepared (RuntimeError: no compute-sanitizer here); its test does that work itself" in log.lines
+    assert any(line.startswith("4 of 6 timed hidden tests prepared in ") for line in log.lines), log.lines
+
+
+def test_a_together_handler_that_raises_leaves_each_call_to_its_own_preparation(monkeypatch):
+    seen, single = {}, []
+
+    def broken(calls):
+        raise RuntimeError("the batch broke")
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", lambda name: seen.update({name: hidden_tests.prepared()}))
+    monkeypatch.setitem(autograde.PREPARE, "timed", lambda name: single.append(name) or f"alone {name}")
+    monkeypatch.setitem(autograde.PREPARE_TOGETHER, "timed", hidden_tests._skipping_stubs_together(broken))
+    _timed_tests(monkeypatch, "timed")
+    monkeypatch.setattr(autograde, "preparing_workers", lambda: 2)
+    cells = [new_code_cell(f"timed('t{i}')", metadata={"nbgrader": {"grade_id": f"t{i}"}}) for i in range(3)]
+    log = _Log()
+    autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=60).finish()
+    assert sorted(single) == ["t0", "t1", "t2"] and seen == {f"t{i}": f"alone t{i}" for i in range(3)}
+    assert "timed: 3 calls not prepared together (RuntimeError: the batch broke); each is prepared alone" in log.lines
+    assert any(line.startswith("3 of 3 timed hidden tests prepared in ") for line in log.lines), log.lines
+
+
+def test_a_together_handler_must_answer_each_call_once():
+    with pytest.raises(ValueError):
+        hidden_tests._skipping_stubs_together(lambda calls: calls[:-1])([((1,), {}), ((2,), {})])
+    with pytest.raises(ValueError, match="prepare_together needs prepare"):
+        hidden_tests.hidden_test(lambda: None, alone=True, prepare_together=lambda calls: calls)
+
+
 def fork(env, **request):
     return run_child(SERVED, request, timeout_s=30, env=env, forked=True)
 
