@@ -34,6 +34,7 @@ import os
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -219,9 +220,10 @@ def prepare(*args, **kwargs) -> dict | None:
 def prepare_together(calls: list[tuple[tuple, dict]]) -> list:
     """The preparations (`prepare`) of a submission's calls of `score` (each its arguments and keywords), in one: for
     each call what `prepare` returns, or the exception it would raise. The kernels' compute-sanitizer runs are one
-    child per tool for all of them (`graders.cuda_engine.sanitizer.sanitize_together`: the same findings); then, one
-    at a time, the counts of each kernel with a counter rule and no finding. A value's ``seconds`` count from the
-    start of them all. Raises `graders.cuda_engine.sanitizer.SanitizerMissing` without compute-sanitizer."""
+    child per tool for all of them (`graders.cuda_engine.sanitizer.sanitize_together`: the same findings); beside
+    them, one at a time, the counts of each kernel with a counter rule (a count is not a time: the children beside
+    it do not change it), kept where the kernel has no finding. A value's ``seconds`` count from the start of them
+    all. Raises `graders.cuda_engine.sanitizer.SanitizerMissing` without compute-sanitizer."""
     works: list[_Preparation | None | Exception] = []
     for args, kwargs in calls:
         try:
@@ -231,28 +233,41 @@ def prepare_together(calls: list[tuple[tuple, dict]]) -> list:
     started = time.monotonic()
     checking = [i for i, work in enumerate(works) if isinstance(work, _Preparation) and work.sanitizing]
     launches = [(works[i].request, works[i].kernel, works[i].geometry) for i in checking]
-    found = (dict(zip(checking, sanitizer.sanitize_together(launches, _child_env(), PREPARE_TIMEOUT_S)))
-             if checking else {})
-    values = []
-    for i, work in enumerate(works):
-        if not isinstance(work, _Preparation) or isinstance(found.get(i), Exception):
-            values.append(found.get(i, work))   # nothing to prepare, or what its preparation would raise
-        else:
-            values.append(_counted_preparation(work, found.get(i), started))
+    with ThreadPoolExecutor(1, thread_name_prefix="counting") as counting:
+        counts = {i: counting.submit(_count, work) for i, work in enumerate(works)
+                  if isinstance(work, _Preparation) and work.profiling}
+        found = (dict(zip(checking, sanitizer.sanitize_together(launches, _child_env(), PREPARE_TIMEOUT_S)))
+                 if checking else {})
+        values = []
+        for i, work in enumerate(works):
+            if not isinstance(work, _Preparation) or isinstance(found.get(i), Exception):
+                values.append(found.get(i, work))   # nothing to prepare, or what its preparation would raise
+                continue
+            checked = found.get(i)
+            value = {"launch": _prepared_launch(work.request, work.geometry), "checked": checked, "counter": None}
+            if i in counts and not (checked or {}).get("failure"):
+                value |= counts[i].result()
+            values.append(value | {"seconds": round(time.monotonic() - started, 3)})
     return values
 
 
 def _counted_preparation(work: _Preparation, checked: dict | None, started: float) -> dict:
     """A preparation's value: its launch, its findings ``checked`` and, for a kernel with a counter rule and no
-    finding, its counts (or why counting failed), and its seconds since ``started``."""
+    finding, its counts (or why counting failed: `_count`), and its seconds since ``started``."""
     value = {"launch": _prepared_launch(work.request, work.geometry), "checked": checked, "counter": None}
     if work.profiling and not (checked or {}).get("failure"):
-        try:
-            value["counter"] = counters.measure(work.spec, work.kernel, work.request, _child_env(),
-                                                timeout_s=PREPARE_TIMEOUT_S)
-        except Exception as exc:   # the test counts again, and says what failed
-            value["counter_error"] = f"{type(exc).__name__}: {exc}"
+        value |= _count(work)
     return value | {"seconds": round(time.monotonic() - started, 3)}
+
+
+def _count(work: _Preparation) -> dict:
+    """``{"counter": counts}`` of the kernel's counter rule (`graders.cuda_engine.counters.measure`), or
+    ``{"counter_error": why}`` where counting failed: the test counts again, and says what failed."""
+    try:
+        return {"counter": counters.measure(work.spec, work.kernel, work.request, _child_env(),
+                                            timeout_s=PREPARE_TIMEOUT_S)}
+    except Exception as exc:
+        return {"counter_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _prepared(request: dict, geometry, part: str):

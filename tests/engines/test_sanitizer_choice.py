@@ -6,6 +6,7 @@ and the tools' runs prepared before a submission's kernels are timed, standing i
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 from test_cuda_spec_rules import K1, TOP, error, spec_with
@@ -320,6 +321,24 @@ def test_a_call_whose_preparation_fails_gets_that_failure_and_the_others_are_pre
     naive, padded = grade.prepare_together([(("transpose", "naive", "s"), {}), (("transpose", "padded", "s"), {})])
     assert naive is None and padded["checked"] is None and padded["counter"] == {"yours": 1, "failure": ""}
     assert runs == []
+
+
+def test_the_counts_are_made_beside_the_sanitizer_and_kept_only_for_a_kernel_without_a_finding(monkeypatch):
+    """The count of a kernel with a counter rule starts while the sanitizer's batches still run (they wait for it
+    here, so that the preparation cannot end unless it does); a kernel with a finding keeps no count."""
+    counting, finding = threading.Event(), []
+    monkeypatch.setattr(grade.counters, "measure", lambda *a, **k: counting.set() or {"yours": 1, "failure": ""})
+
+    def sanitize_together(launches, env, timeout_s):
+        assert counting.wait(10), "no count began while the sanitizer ran"
+        return [{"failure": finding[0] if finding else ""} for _ in launches]
+    monkeypatch.setattr(grade.sanitizer, "sanitize_together", sanitize_together)
+    padded, = grade.prepare_together([(("transpose", "padded", "s"), {})])
+    assert padded["counter"] == {"yours": 1, "failure": ""}
+    counting.clear()
+    finding.append("compute-sanitizer --tool racecheck found 1 error(s)")
+    padded, = grade.prepare_together([(("transpose", "padded", "s"), {})])
+    assert padded["counter"] is None and padded["checked"]["failure"] == finding[0]
 
 
 def test_the_registered_handler_hands_over_only_written_kernels(monkeypatch):
