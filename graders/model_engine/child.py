@@ -12,8 +12,8 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    `graders.model_engine.source.BUILTINS` and an ``__import__`` of the allowed modules only: the problem's
    names (``Model``, ``get_inputs``) are not in it, and nothing of it is ever read back but ``ModelNew``.
    Both models are built from the same init inputs, each after ``torch.manual_seed`` of the same seed.
-2. Correctness, `Judge.trial`, for each of ``trials``: inputs drawn from the trial's own seed (derived from the
-   hidden seed) only after the previous trial was checked; ``ModelNew`` gets clones, and its output must be
+2. Correctness, `Judge.trial`, for each of ``trials``: inputs drawn on the device from the trial's own seed
+   (derived from the hidden seed) only after the previous trial was checked; ``ModelNew`` gets clones, and its output must be
    exactly a ``torch.Tensor`` (no subclass), strided, on the device, sharing no storage with its inputs; it is
    copied out to host memory (numpy) as soon as the call returns; the clones it got must still hold the inputs'
    bytes; only then does the reference run, on clones of its own, so no reference output exists while the
@@ -146,10 +146,12 @@ class Judge:
         return model.to(self.device).eval()
 
     def inputs(self, n: int) -> list:
-        """Call ``n``'s inputs (KernelBench's ``get_inputs`` after seeding), on the device."""
+        """Call ``n``'s inputs (KernelBench's ``get_inputs`` after seeding), drawn on the device (its default
+        device meanwhile: drawing hundreds of MiB on the host and copying them took seconds a call)."""
         torch = self.torch
         torch.manual_seed(trial_seed(self.seed, n))
-        made = self.get_inputs()
+        with torch.device(self.device):
+            made = self.get_inputs()
         return [x.to(self.device) if isinstance(x, self.tensor_type) else x for x in made]
 
     @staticmethod
@@ -181,6 +183,12 @@ class Judge:
                 if other < end and start < other + x.untyped_storage().nbytes():
                     raise Failed(Status.INCORRECT, "forward returned a tensor that shares memory with its input; "
                                                    "it must write a new output")
+
+    def expected(self, inputs: list):
+        """The reference's output on clones of ``inputs``, copied to the host (the trusted model: its inputs are not
+        fingerprinted, nor its output's form checked)."""
+        with self.torch.no_grad():
+            return self._host(self.reference(*self._clones(inputs)))
 
     def call(self, model, inputs: list):
         """``model`` on clones of ``inputs``: (its output's host copy, whether it left the clones as they were)."""
@@ -219,8 +227,7 @@ class Judge:
             raise Failed(Status.KERNEL_ERROR, f"trial {n + 1}: forward raised {type(exc).__name__}: {exc}") from None
         if not untouched:
             raise Failed(Status.INCORRECT, f"trial {n + 1}: forward changed its inputs in place")
-        want, _ = self.call(self.reference, inputs)
-        self.compare(got, want, f"trial {n + 1}")
+        self.compare(got, self.expected(inputs), f"trial {n + 1}")
 
     def _timed_call(self, model, inputs: list) -> tuple[float, object]:
         torch = self.torch
@@ -256,8 +263,7 @@ class Judge:
                 outputs.append(self._host(out))   # after the timer stopped
             del out
         for n, got in enumerate(outputs):
-            want, _ = self.call(self.reference, self.inputs(first + WARMUP_CALLS + n))
-            self.compare(got, want, f"timed call {n + 1}")
+            self.compare(got, self.expected(self.inputs(first + WARMUP_CALLS + n)), f"timed call {n + 1}")
         return {"median_s": statistics.median(seconds), "min_s": min(seconds), "runs": runs}
 
 
