@@ -23,7 +23,8 @@ from workshop.submissions import cuda_answers, reference_answers
 
 
 # nbgrader's log lines that time the trusted grading's stages (`graders.autograde._Grading`)
-STAGE_LINES = ("timed hidden tests prepared in", "timed hidden tests begin")
+STAGE_LINES = ("timed hidden tests prepared in", "timed hidden tests prepared together in", "each is prepared alone",
+               "timed hidden tests begin")
 
 
 def answers_of(track: str, submission: str) -> dict[str, str]:
