@@ -183,8 +183,8 @@ case "${1:-cases}" in
     redis_from_debs
     log=$(logfile platform fleet-throughput-gemm-gpu)
     timeout 400 python3 -m benchmarks.fleet_throughput --track gemm --gpu --workers 1 --submissions 4 \
-      --gradebook sqlite > "$log" 2>&1 || rc=1
-    echo "[gpu_trusted] fleet gemm gpu: $(grep '^| 1 ' "$log")"
+      --class-size 200 --project-gpus 4 --gradebook sqlite > "$log" 2>&1 || rc=1
+    echo "[gpu_trusted] fleet gemm gpu: $(grep -E '^\| 1 |PROJECTED' "$log" | tr '\n' ' ')"
     log=$(logfile platform fleet-throughput-puzzles-sim)
     timeout 170 python3 -m benchmarks.fleet_throughput --workers 1 2 --submissions 8 \
       --gradebook sqlite > "$log" 2>&1 || rc=1
