@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -52,12 +53,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def no_kept_reference_counts(monkeypatch):
+def no_kept_reference_counts(monkeypatch, tmp_path_factory):
     """Each test starts with no counter-rule reference count kept (`graders.cuda_engine.counters` keeps them for
-    the life of the process), so a test that fakes ncu sees every profile it asks for."""
+    the life of the process, and on the worker's disk: here a folder of the test's own, made when written), so a
+    test that fakes ncu sees every profile it asks for."""
     counters = sys.modules.get("graders.cuda_engine.counters")
     if counters is not None:
         monkeypatch.setattr(counters, "_reference_counts", {})
+    monkeypatch.setenv("WORKSHOP_COUNTS_CACHE", str(tmp_path_factory.getbasetemp() / "counts" / uuid.uuid4().hex))
 
 
 @pytest.fixture(scope="session")

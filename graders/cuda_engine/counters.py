@@ -12,9 +12,10 @@ and gives the share of the speed points the rule leaves (`graders.cuda_engine.sc
 where their count sits on that scale.
 
 The reference's count depends on nothing a submission brings (its inputs come from a fixed seed,
-`REFERENCE_SEED`), so each process keeps the counts it measured: a worker
-profiles a reference once and then only the students' kernels. The key is everything the count depends on: the
-GPU's name, the ncu program, the code a profiled launch runs (`measuring_code`), the spec's file and the
+`REFERENCE_SEED`), so the worker keeps the counts it measured, in the process and on its disk (`counts_cache`:
+each submission is graded by an nbgrader process of its own): a worker profiles a reference once and then only
+the students' kernels. The key is everything the count depends on: the GPU's name, the ncu program, the code a
+profiled launch runs (`measuring_code`) and the compiler and libraries it runs with, the spec's file and the
 reference kernel's id, kind, function and geometry, the hash of the reference's source, the metric and the
 shape. A failed count is never kept.
 
@@ -23,8 +24,10 @@ else ``PATH``, else the CUDA toolkit); without it grading stops with `ProfilerMi
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import json
 import os
 import threading
 from pathlib import Path
@@ -149,9 +152,10 @@ def measuring_code() -> str:
 
 def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: str,
                     env: dict[str, str], timeout_s: float = TIMEOUT_S) -> tuple[int, bool]:
-    """(``metric`` of one launch of ``naive``'s reference at ``shape``, whether this process had counted it
+    """(``metric`` of one launch of ``naive``'s reference at ``shape``, whether this worker had counted it
     already), launched as the student's ``request`` names the spec and caps the GPU memory, on `REFERENCE_SEED`'s
-    inputs: profiled once per process and key (see the module's docstring), then kept."""
+    inputs: profiled once per worker and key (see the module's docstring), then kept."""
+    from graders.cuda_engine.timing import versions   # imported here: the compiler's, read once per key
     source = naive.reference.read_text()
     gpu = detect_gpu()
     key = (gpu.name if gpu else None, str(ncu_binary()), measuring_code(), request["spec_path"], naive.id,
@@ -159,11 +163,54 @@ def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: 
            tuple(shape))
     if key in _reference_counts:
         return _reference_counts[key], True
+    stored = _stored_count(repr((key, versions())))
+    if stored is not None:
+        _reference_counts[key] = stored
+        return stored, True
     reference_request = {"spec_path": request["spec_path"], "kernel_id": naive.id, "shape": list(shape),
                          "source": source, "seed": REFERENCE_SEED,
                          "memory_fraction": request.get("memory_fraction", 0.25)}
     _reference_counts[key] = counted = count(reference_request, naive.function, metric, env, timeout_s)
+    _store_count(repr((key, versions())), counted)
     return counted, False
+
+
+def counts_cache() -> Path:
+    """Where a worker keeps the references' counts across its processes: ``WORKSHOP_COUNTS_CACHE``, else
+    ``$XDG_CACHE_HOME/kernel-workshop/reference-counts`` (``~/.cache/...``); the trusted grader's folder, out of every
+    sandbox's sight. (Read here, not in `graders.settings`, whose hash the measured targets carry.)"""
+    chosen = os.environ.get("WORKSHOP_COUNTS_CACHE", "").strip()
+    return Path(chosen) if chosen else (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                                        / "kernel-workshop" / "reference-counts")
+
+
+def _count_file(key: str) -> Path:
+    return counts_cache() / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+
+
+def _stored_count(key: str) -> int | None:
+    """The count kept under ``key`` (its whole text stored beside it, and compared), or None."""
+    try:
+        kept = json.loads(_count_file(key).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("key") != key or type(kept.get("count")) is not int:
+        return None
+    return kept["count"]
+
+
+def _store_count(key: str, counted: int) -> None:
+    """Keeps ``counted`` under ``key``, the file written aside and renamed into place; a worker that cannot write
+    there counts again next time."""
+    path = _count_file(key)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch.write_text(json.dumps({"key": key, "count": counted}))
+        os.replace(scratch, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            scratch.unlink()
 
 
 def measure(spec: AssignmentSpec, kernel: KernelSpec, request: dict, env: dict[str, str],

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from graders import tracks
-from graders.cuda_engine import counters, grade
+from graders.cuda_engine import counters, grade, timing
 from graders.cuda_engine.scoring import score_kernel
 from graders.cuda_engine.spec import CounterRule, SpecError, load_spec
 from graders.gpu import GpuInfo, NeedsGPUWorker
@@ -129,6 +129,42 @@ def test_a_failed_count_of_the_reference_is_not_kept(ncu):
     counts["transpose_tiled"] = (16_400_000, 0)
     assert measure_padded()["reference"] == 16_400_000
     assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled", "padded", "tiled"]
+
+
+def test_a_new_process_on_the_same_worker_takes_the_references_count_from_its_disk(ncu, monkeypatch):
+    """Each submission is graded by an nbgrader process of its own: the count is kept in the worker's cache folder
+    too, and read back only under the very key it was stored with (a compiler or library of another version, a
+    are profiled again)."""
+    _, runs, counts = ncu
+    counts |= {"transpose_padded": (20_000, 0), "transpose_tiled": (16_400_000, 0)}
+    assert measure_padded()["reference_cached"] is False
+    (kept,) = counters.counts_cache().iterdir()
+    monkeypatch.setattr(counters, "_reference_counts", {})   # another process
+    again = measure_padded()
+    assert (again["reference"], again["reference_cached"]) == (16_400_000, True)
+    assert [r["request"]["kernel_id"] for r in runs] == ["padded", "tiled", "padded"]
+    monkeypatch.setattr(counters, "_reference_counts", {})
+    monkeypatch.setattr(timing, "versions", lambda: {"nvrtc": "99.0"})
+    assert measure_padded()["reference_cached"] is False
+    assert len(list(kept.parent.iterdir())) == 2
+
+
+def test_a_count_file_of_another_key_or_not_a_count_is_not_taken(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKSHOP_COUNTS_CACHE", str(tmp_path / "counts"))
+    counters._store_count("the key", 42)
+    assert counters._stored_count("the key") == 42
+    counters._count_file("the key").write_text('{"key": "another key", "count": 42}')
+    assert counters._stored_count("the key") is None
+    for text in ("not json", '{"key": "the key", "count": "42"}', '["the key", 42]'):
+        counters._count_file("the key").write_text(text)
+        assert counters._stored_count("the key") is None
+
+
+def test_a_worker_that_cannot_write_its_cache_counts_again(tmp_path, monkeypatch):
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setenv("WORKSHOP_COUNTS_CACHE", str(tmp_path / "a file" / "counts"))
+    counters._store_count("the key", 42)
+    assert counters._stored_count("the key") is None
 
 
 @pytest.mark.parametrize("change", ["device", "reference source", "measuring code", "spec"])
