@@ -75,6 +75,22 @@ def _judge(problem_id: str = "relu", seed: int = 7) -> child.Judge:
     return child.Judge(torch, problem, namespace, "cpu", seed)
 
 
+def test_inputs_are_drawn_on_the_judges_device_not_copied_there():
+    """``get_inputs`` runs with the judge's device as torch's default (on a GPU: no host draw and copy a call),
+    and the same seed draws the same inputs."""
+    judge = _judge()
+    drawn_on = []
+    made = judge.get_inputs
+    judge.get_inputs = lambda: drawn_on.append(torch.get_default_device()) or made()
+    first, again = judge.inputs(4), judge.inputs(4)
+    assert drawn_on == [torch.device("cpu")] * 2 and torch.equal(first[0], again[0])
+    meta = child.Judge(torch, judge.problem, {"get_inputs": lambda: drawn_on.append(torch.get_default_device())
+                                              or [torch.ones(2)], "get_init_inputs": lambda: [],
+                                              "Model": torch.nn.Identity}, "meta", 7)
+    (x,) = meta.inputs(0)
+    assert drawn_on[-1] == torch.device("meta") and x.device.type == "meta"
+
+
 class CountingRelu(torch.nn.Module):
     """Right for its first ``honest`` calls, then zeros: fast only where it is no longer checked."""
 
