@@ -13,11 +13,11 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    names (``Model``, ``get_inputs``) are not in it, and nothing of it is ever read back but ``ModelNew``.
    Both models are built from the same init inputs, each after ``torch.manual_seed`` of the same seed.
 2. Correctness, `Judge.trial`, for each of ``trials``: inputs drawn on the device from the trial's own seed
-   (derived from the hidden seed) only after the previous trial was checked; ``ModelNew`` gets clones, and its output must be
-   exactly a ``torch.Tensor`` (no subclass), strided, on the device, sharing no storage with its inputs; it is
-   copied out to host memory (numpy) as soon as the call returns; the clones it got must still hold the inputs'
-   bytes; only then does the reference run, on clones of its own, so no reference output exists while the
-   submission's code runs; the comparison is numpy's, on the two copies.
+   (derived from the hidden seed) only after the previous trial was checked; ``ModelNew`` gets clones, and its
+   output must be exactly a ``torch.Tensor`` (no subclass), strided, on the device, sharing no storage with its
+   inputs; it is copied out to host memory (numpy) as soon as the call returns; the clones it got must still hold
+   the inputs' bytes; only then does the reference run, on clones of its own, so no reference output exists while
+   the submission's code runs; the comparison is numpy's, on the two copies.
 3. Timing, `Judge.time`: ``timed_runs`` calls of the submission, each on fresh inputs; the eager reference and
    (where ``compile``) ``torch.compile`` of it are timed the same way by a ``"baseline"`` child, which runs no
    submission (`graders.model_engine.grade.baseline`: once per grading process). On a GPU: the L2 cache flushed,
