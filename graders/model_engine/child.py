@@ -53,6 +53,7 @@ from graders.result import Status
 SOURCE_FILE = "<your ModelNew's cell>"
 FORK_PRELOAD = ("torch", "triton")   # imported once by a fork server (`graders.sandbox.child`): grading on the CPU
 WARMUP_CALLS = 2
+COMPARED_AT_ONCE = 1 << 16   # values `Judge.far` compares at a time
 
 
 class Failed(Exception):
@@ -205,13 +206,29 @@ class Judge:
         if got.shape != want.shape or got.dtype != want.dtype:
             raise Failed(Status.INCORRECT, f"{label}: the output is {got.dtype} {list(got.shape)}, expected "
                                            f"{want.dtype} {list(want.shape)}")
-        g, w = got.astype(numpy.float64), want.astype(numpy.float64)
-        bad = ~numpy.isclose(g, w, rtol=self.problem.rtol, atol=self.problem.atol, equal_nan=True)
+        bad = self.far(got, want)
         if bad.any():
-            where = tuple(int(i) for i in numpy.argwhere(bad)[0])
-            raise Failed(Status.INCORRECT, f"{label}: out{list(where)} = {g[where]:.6g}, expected {w[where]:.6g} "
+            where = tuple(int(i) for i in numpy.unravel_index(int(numpy.flatnonzero(bad)[0]), got.shape))
+            g, w = numpy.float64(got[where]), numpy.float64(want[where])
+            raise Failed(Status.INCORRECT, f"{label}: out{list(where)} = {g:.6g}, expected {w:.6g} "
                                            f"(atol {self.problem.atol:g}, rtol {self.problem.rtol:g}; "
                                            f"{int(bad.sum())} of {bad.size} values differ)")
+
+    def far(self, got, want):
+        """Which values of ``got`` are not close to ``want``'s, flat: numpy.isclose's own test (``equal_nan``) in
+        float64, `COMPARED_AT_ONCE` values at a time (its temporaries of a whole output of hundreds of MiB took
+        seconds a comparison)."""
+        numpy, rtol, atol = self.numpy, self.problem.rtol, self.problem.atol
+        got, want = got.reshape(-1), want.reshape(-1)
+        bad = numpy.empty(got.size, dtype=bool)
+        for start in range(0, got.size, COMPARED_AT_ONCE):
+            x = got[start:start + COMPARED_AT_ONCE].astype(numpy.float64)
+            y = want[start:start + COMPARED_AT_ONCE].astype(numpy.float64)
+            with numpy.errstate(invalid="ignore"):
+                close = ((numpy.abs(x - y) <= atol + rtol * numpy.abs(y)) & numpy.isfinite(y) | (x == y)
+                         | numpy.isnan(x) & numpy.isnan(y))
+            numpy.logical_not(close, out=bad[start:start + COMPARED_AT_ONCE])
+        return bad
 
     def trial(self, model, n: int) -> None:
         """One correctness trial on fresh inputs (see the module's docstring, step 2)."""

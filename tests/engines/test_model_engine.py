@@ -5,6 +5,7 @@ kernel needs the GPU; tests/gpu/test_kernelbench_gpu.py runs that one). Each kno
 nbgrader: tests/e2e/test_kernelbench_nbgrader.py."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -89,6 +90,46 @@ def test_inputs_are_drawn_on_the_judges_device_not_copied_there():
                                               "Model": torch.nn.Identity}, "meta", 7)
     (x,) = meta.inputs(0)
     assert drawn_on[-1] == torch.device("meta") and x.device.type == "meta"
+
+
+def _numpys_verdict(got, want, problem) -> np.ndarray:
+    """What the comparison was before `child.Judge.far`: numpy.isclose on float64 copies of the whole outputs."""
+    return ~np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=problem.rtol, atol=problem.atol,
+                       equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32])
+def test_the_comparison_a_chunk_at_a_time_is_numpys_isclose_value_by_value(dtype):
+    """Over chunk boundaries, at the tolerance's edge (in float64, the comparison's own precision), with NaN,
+    infinities and values far apart; and the first value that differs is named as before."""
+    judge = _judge()
+    rng = np.random.default_rng(3)
+    want = (rng.standard_normal((3, child.COMPARED_AT_ONCE + 5)) * 4).astype(dtype)
+    tolerance = judge.problem.atol + judge.problem.rtol * np.abs(want.astype(np.float64))
+    step = rng.choice([0.0, 0.5, 0.999999, 1.0, 1.000001, 2.0], size=want.shape) * rng.choice([-1, 1], want.shape)
+    got = (want.astype(np.float64) + step * tolerance).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        for where, (g, w) in {(0, 1): (np.nan, np.nan), (0, 2): (np.nan, 1), (1, 3): (np.inf, np.inf),
+                              (1, 4): (-np.inf, np.inf), (2, 5): (1, np.inf), (2, 6): (np.inf, 1)}.items():
+            got[where], want[where] = g, w
+    verdict = _numpys_verdict(got, want, judge.problem)
+    assert 0 < verdict.sum() < verdict.size
+    assert np.array_equal(judge.far(got, want), verdict.reshape(-1))
+    assert np.array_equal(judge.far(got.T, want.T), verdict.T.reshape(-1))   # not contiguous
+    first = tuple(int(i) for i in np.argwhere(verdict)[0])
+    message = (f"trial 1: out{list(first)} = {got.astype(np.float64)[first]:.6g}, expected "
+               f"{want.astype(np.float64)[first]:.6g} (atol {judge.problem.atol:g}, rtol {judge.problem.rtol:g}; "
+               f"{int(verdict.sum())} of {verdict.size} values differ)")
+    with pytest.raises(child.Failed) as failed:
+        judge.compare(got, want, "trial 1")
+    assert str(failed.value) == message
+
+
+def test_a_single_value_is_compared_too():
+    judge = _judge()
+    judge.compare(np.array(1.0, dtype=np.float32), np.array(1.0, dtype=np.float32), "trial 1")
+    with pytest.raises(child.Failed, match=r"trial 1: out\[\] = 2, expected 1 .*1 of 1 values differ"):
+        judge.compare(np.array(2.0, dtype=np.float32), np.array(1.0, dtype=np.float32), "trial 1")
 
 
 class CountingRelu(torch.nn.Module):
