@@ -163,7 +163,8 @@ def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: 
            tuple(shape))
     if key in _reference_counts:
         return _reference_counts[key], True
-    stored = _stored_count(repr((key, versions())))
+    kept_as = repr((key, versions()))
+    stored = _stored_count(kept_as)
     if stored is not None:
         _reference_counts[key] = stored
         return stored, True
@@ -171,7 +172,7 @@ def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: 
                          "source": source, "seed": REFERENCE_SEED,
                          "memory_fraction": request.get("memory_fraction", 0.25)}
     _reference_counts[key] = counted = count(reference_request, naive.function, metric, env, timeout_s)
-    _store_count(repr((key, versions())), counted)
+    _store_count(kept_as, counted)
     return counted, False
 
 

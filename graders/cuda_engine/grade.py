@@ -214,7 +214,7 @@ def prepare(*args, **kwargs) -> dict | None:
     started = time.monotonic()
     checked = (sanitizer.sanitize(work.request, work.kernel, work.geometry, _child_env(), work.kernel.sanitizer_tools,
                                   timeout_s=PREPARE_TIMEOUT_S) if work.sanitizing else None)
-    return _counted_preparation(work, checked, started)
+    return _value(work, checked, started, lambda: _count(work))
 
 
 def prepare_together(calls: list[tuple[tuple, dict]]) -> list:
@@ -243,20 +243,16 @@ def prepare_together(calls: list[tuple[tuple, dict]]) -> list:
             if not isinstance(work, _Preparation) or isinstance(found.get(i), Exception):
                 values.append(found.get(i, work))   # nothing to prepare, or what its preparation would raise
                 continue
-            checked = found.get(i)
-            value = {"launch": _prepared_launch(work.request, work.geometry), "checked": checked, "counter": None}
-            if i in counts and not (checked or {}).get("failure"):
-                value |= counts[i].result()
-            values.append(value | {"seconds": round(time.monotonic() - started, 3)})
+            values.append(_value(work, found.get(i), started, counts[i].result if i in counts else dict))
     return values
 
 
-def _counted_preparation(work: _Preparation, checked: dict | None, started: float) -> dict:
+def _value(work: _Preparation, checked: dict | None, started: float, count: Callable[[], dict]) -> dict:
     """A preparation's value: its launch, its findings ``checked`` and, for a kernel with a counter rule and no
-    finding, its counts (or why counting failed: `_count`), and its seconds since ``started``."""
+    finding, what ``count`` gives (`_count`'s counts, or why counting failed), and its seconds since ``started``."""
     value = {"launch": _prepared_launch(work.request, work.geometry), "checked": checked, "counter": None}
     if work.profiling and not (checked or {}).get("failure"):
-        value |= _count(work)
+        value |= count()
     return value | {"seconds": round(time.monotonic() - started, 3)}
 
 
