@@ -136,16 +136,18 @@ _baselines: dict[str, dict] = {}   # by the JSON of what the baseline depends on
 _baselining = threading.Lock()
 
 
-def baseline(spec: ModelSpec, problem: ModelProblem, request: dict, limit_s: float) -> tuple[dict, float | None]:
+def baseline(spec: ModelSpec, problem: ModelProblem, request: dict,
+             limit_s: float) -> tuple[dict, float | None, dict | None]:
     """(the reference's times for ``request``'s device, sizes, runs and compile: `graders.model_engine.child.
-    baseline`'s, the seconds its child took or None where this process had measured it already). Measured by a
+    baseline`'s; the seconds its child took and that child's phases (setup, eager, compile), or None, None where
+    this process had measured it already). Measured by a
     child that runs no submission, on `BASELINE_SEED`'s inputs, once per process and key; a failure is not kept
     (the next grading tries again) and raises `BaselineFailed`."""
     wanted = {name: request[name] for name in ("spec_path", "problem_id", "device", "sizes", "compile", "timed_runs")}
     key = json.dumps(wanted, sort_keys=True)
     with _baselining:
         if key in _baselines:
-            return _baselines[key], None
+            return _baselines[key], None, None
         device = request["device"]
         child = run_child(CHILD, wanted | {"mode": "baseline", "seed": BASELINE_SEED}, timeout_s=limit_s,
                           env=_env(device), gpu=device == "cuda", memory_bytes=MEMORY_BYTES, forked=device == "cpu")
@@ -155,7 +157,7 @@ def baseline(spec: ModelSpec, problem: ModelProblem, request: dict, limit_s: flo
             why = child.message or child.answer.get("error") or child.answer.get("message", "")
             raise BaselineFailed(f"the grader failed: timing the reference of {problem.id} ({child.status}): {why}")
         _baselines[key] = timing = child.answer["timing"]
-        return timing, child.seconds
+        return timing, child.seconds, child.answer.get("phases", {})
 
 
 def with_baseline(result: GradeResult, spec: ModelSpec, problem: ModelProblem, request: dict,
@@ -165,7 +167,7 @@ def with_baseline(result: GradeResult, spec: ModelSpec, problem: ModelProblem, r
     if not result.ok or "timing" not in result.details:
         return result
     try:
-        times, seconds = baseline(spec, problem, request, limit_s)
+        times, seconds, baseline_phases = baseline(spec, problem, request, limit_s)
     except BaselineFailed as exc:
         return dataclasses.replace(result, status=Status.GRADER_ERROR, message=str(exc), points=0.0,
                                    details=result.details | {"score": _score(spec, problem, Status.GRADER_ERROR, {})})
@@ -176,7 +178,8 @@ def with_baseline(result: GradeResult, spec: ModelSpec, problem: ModelProblem, r
     phases = result.details.get("phases", {}) | ({"baseline": round(seconds, 3)} if seconds is not None else {})
     return dataclasses.replace(result, points=score["total"], details=result.details | {
         "timing": timing, "score": score, "fast_p": fast_flags(True, timing["speedup"]), "phases": phases,
-        "baseline": {"measured_here": seconds is not None, "seconds": seconds, "seed": BASELINE_SEED}})
+        "baseline": {"measured_here": seconds is not None, "seconds": seconds, "phases": baseline_phases,
+                     "seed": BASELINE_SEED}})
 
 
 def grade_model(assignment: str | Path, problem_id: str, model, *, device: str | None = None,

@@ -265,7 +265,9 @@ def test_the_baseline_is_measured_once_per_process_and_never_beside_a_submission
         assert result.details["timing"]["eager"]["median_s"] == 6e-3
         assert result.details["fast_p"]["eager"] == {"1.0": True, "1.5": True}
     assert first.details["baseline"]["measured_here"] and first.details["phases"]["baseline"] == 2.5
+    assert first.details["baseline"]["phases"] == {"eager": 0.2}   # the baseline child's own split
     assert not again.details["baseline"]["measured_here"] and "baseline" not in again.details["phases"]
+    assert again.details["baseline"]["phases"] is None
 
 
 def test_fast_p_is_the_share_of_results_correct_and_at_least_p_times_as_fast():

@@ -51,8 +51,8 @@ def test_every_reference_is_correct_and_its_speedups_are_recorded(grading):
     for grade_id, result in _results(grading, "reference").items():
         assert result["status"] == "ok" and result["device"] == "cuda", (grade_id, result["message"])
         grading.timings[grade_id] = {"timing": result["timing"], "fast_p": result["fast_p"],
-                                     "phases": result.get("phases", {})}
-        print(f"{grade_id} phases: {result.get('phases')}")
+                                     "phases": result.get("phases", {}), "baseline": result.get("baseline")}
+        print(f"{grade_id} phases: {result.get('phases')}; the baseline's child: {result.get('baseline')}")
         pid = grade_id.removesuffix("_score")
         rows[pid] = model_row(result, SPEC.problem(pid).sizes)
         assert "compile" in result["timing"]["speedup"], result["timing"].get("compile_error")
