@@ -61,6 +61,8 @@ def no_kept_reference_counts(monkeypatch, tmp_path_factory):
     if counters is not None:
         monkeypatch.setattr(counters, "_reference_counts", {})
     monkeypatch.setenv("WORKSHOP_COUNTS_CACHE", str(tmp_path_factory.getbasetemp() / "counts" / uuid.uuid4().hex))
+    # the baseline children's compile cache: the test run's own, never the worker's ~/.cache
+    monkeypatch.setenv("WORKSHOP_COMPILE_CACHE", str(tmp_path_factory.getbasetemp() / "compile-cache"))
 
 
 @pytest.fixture(scope="session")

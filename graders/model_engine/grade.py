@@ -5,7 +5,9 @@
   trials, then the submission's timed calls. A correct one's speed-ups are over the eager reference and
   ``torch.compile`` of it, timed by `baseline`: a child of their own that runs no submission, once per grading
   process and problem (a class in one ``nbgrader autograde`` pays torch.compile's compile once, and no
-  submission's code shares a process with the times it is compared with). It returns a
+  submission's code shares a process with the times it is compared with). Its ``torch.compile`` compiles into a
+  cache on the worker's disk (`compile_cache`) that only baseline children see: the next grading process loads
+  the compiled reference instead of compiling it again. It returns a
   `graders.result.GradeResult`: points for a correct submission, performance points by its speed-up over
   ``torch.compile`` between the problem's floor and target, ``details["fast_p"]``, ``details["baseline"]``
   (whether this grading measured it, its seconds), and ``details["phases"]`` (the child's phases,
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -128,6 +131,33 @@ def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem
                                          "seconds": child.seconds})
 
 
+def compile_cache() -> Path:
+    """Where a worker keeps what the baseline children's ``torch.compile`` compiled (Inductor's and Triton's caches):
+    ``WORKSHOP_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/kernel-workshop/baseline-compile`` (``~/.cache/...``). Only a
+    baseline child, which runs the problem's reference and no submission, has it bound writable; no grading child
+    of a submission sees it. What it holds is keyed by what was compiled and written only for a compile that
+    succeeded (both libraries' own caches). (Read here, not in `graders.settings`, whose hash the measured targets
+    carry.)"""
+    chosen = os.environ.get("WORKSHOP_COMPILE_CACHE", "").strip()
+    return Path(chosen) if chosen else (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                                        / "kernel-workshop" / "baseline-compile")
+
+
+def _baseline_cache(request: dict) -> tuple[dict[str, str], tuple[Path, ...]]:
+    """(the environment, the writable folder) that point a baseline child's compiles at `compile_cache`; none
+    where nothing is compiled or the folder cannot be made (the child's own ``/tmp`` then, as before)."""
+    if not request.get("compile"):
+        return {}, ()
+    root = compile_cache()
+    try:
+        for sub in ("inductor", "triton"):
+            (root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+        root = root.resolve()
+    except OSError:
+        return {}, ()
+    return {"TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"), "TRITON_CACHE_DIR": str(root / "triton")}, (root,)
+
+
 class BaselineFailed(RuntimeError):
     """The reference's own timing failed: the grader's fault, not the submission's."""
 
@@ -149,8 +179,10 @@ def baseline(spec: ModelSpec, problem: ModelProblem, request: dict,
         if key in _baselines:
             return _baselines[key], None, None
         device = request["device"]
+        cache_env, writable = _baseline_cache(wanted)
         child = run_child(CHILD, wanted | {"mode": "baseline", "seed": BASELINE_SEED}, timeout_s=limit_s,
-                          env=_env(device), gpu=device == "cuda", memory_bytes=MEMORY_BYTES, forked=device == "cpu")
+                          env=_env(device) | cache_env, gpu=device == "cuda", memory_bytes=MEMORY_BYTES,
+                          forked=device == "cpu", writable=writable)
         if child.status == "timeout":
             refuse_starved(child, limit_s)
         if child.status != "ok" or "error" in child.answer or child.answer.get("status") != Status.OK:

@@ -223,6 +223,7 @@ def run_child(
     wrapper: tuple[str, ...] = (),
     reusable: bool = False,
     forked: bool = False,
+    writable: tuple[Path, ...] = (),
 ) -> ChildResult:
     """Run ``handler`` (a module path with a ``handle`` function) on ``request`` in a fresh sandbox.
 
@@ -239,14 +240,15 @@ def run_child(
     `graders.sandbox.session.ChildSession` of this thread, the session's child answers, with the same caps and
     limit; elsewhere a fresh child, as always. ``forked`` (a handler whose requests may each run student code
     that must not reach the next): in a session, a fork of the session's child answers, a process as fresh as
-    a new child's but without its start-up (`graders.sandbox.child`'s ``--fork-serve``).
+    a new child's but without its start-up (`graders.sandbox.child`'s ``--fork-serve``). ``writable``: existing
+    directories the child may write (a fresh child always: never a session's, whose requests run student code).
 
     What comes back is capped (`graders.sandbox.capped_output`): the last 4 KiB of stdout and of stderr (a line
     before them says how many bytes were dropped), an answer of at most 1 MiB (a larger one is a crash that
     says so); a child still writing at its deadline is killed all the same.
     """
     from graders.sandbox import session   # it builds on this module
-    serving = session.current(forked) if (reusable or forked) and not wrapper else None
+    serving = session.current(forked) if (reusable or forked) and not wrapper and not writable else None
     if serving is not None:
         return serving.run(handler, request, timeout_s=timeout_s, memory_bytes=memory_bytes, gpu=gpu, env=env,
                            forked=forked)
@@ -254,7 +256,7 @@ def run_child(
     usage = UsageFile()
     try:
         argv = child_argv([*wrapper, sys.executable, "-m", "graders.sandbox.child", handler, str(write_fd)],
-                          gpu=gpu, memory_bytes=memory_bytes, env=env, usage=usage)
+                          gpu=gpu, memory_bytes=memory_bytes, env=env, usage=usage, writable=writable)
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)
@@ -305,15 +307,15 @@ class UsageFile:
 
 
 def child_argv(command: list[str], *, gpu: bool, memory_bytes: int | None, env: dict[str, str] | None,
-               usage: UsageFile | None = None) -> list[str]:
+               usage: UsageFile | None = None, writable: tuple[Path, ...] = ()) -> list[str]:
     """The sandboxed argv of a grading child's ``command`` (see `run_child`), its usage reported to ``usage``."""
     extra = {"PYTHONUNBUFFERED": "1", **(env or {})}
     # the child's entry point is this package: importable in the child however it was installed
     pythonpath = extra.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     extra["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(PACKAGE_ROOT)) if p)
     memory_bytes = settings.child_memory_bytes() if memory_bytes is None else memory_bytes
-    return sandbox_argv(command, Confinement(gpu=gpu, memory_bytes=memory_bytes), env=extra,
-                        usage_fd=usage.fd if usage else None)
+    confinement = Confinement(gpu=gpu, memory_bytes=memory_bytes, writable=tuple(writable))
+    return sandbox_argv(command, confinement, env=extra, usage_fd=usage.fd if usage else None)
 
 
 def start_child(argv: list[str], answer_fd: int, usage: UsageFile | None = None) -> subprocess.Popen:

@@ -371,3 +371,54 @@ def test_a_model_that_asks_for_more_memory_than_its_cap_fails_alone(monkeypatch)
     result = grade_model("kernelbench", "relu", ModelSource(hog), **QUICK)
     assert result.status == Status.KERNEL_ERROR and "MemoryError" in result.message, result.message
     assert list(result.details["phases"]) == ["setup", "load", "trials", "child_start"]   # it failed in a trial
+
+
+CACHE_PROBE = '''
+import os
+def handle(request):
+    cache = os.environ.get("WORKSHOP_PROBED_CACHE", "")
+    seen = {"sees_cache": os.path.exists(cache), "inductor_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")}
+    if request["mode"] == "baseline":
+        with open(os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "compiled-by-the-baseline"), "w") as f:
+            f.write("kept")
+        return {"status": "ok", "message": "", "phases": {"compile": 0.1}, "timing": {
+            "eager": {"median_s": 4e-3, "min_s": 4e-3, "runs": 3},
+            "compile": {"median_s": 2e-3, "min_s": 2e-3, "runs": 3}}, "probe": seen}
+    return {"status": "ok", "message": "", "device": "cpu", "trials": 3, "phases": {}, "probe": seen,
+            "timing": {"submission": {"median_s": 1e-3, "min_s": 1e-3, "runs": 3}}}
+'''
+
+
+def test_only_the_baseline_child_writes_and_sees_the_compile_cache(tmp_path, monkeypatch):
+    """The compile cache on the worker's disk (`grade.compile_cache`) is bound writable into the baseline child,
+    where Inductor's cache points; the submission's child, graded in the same `grade_model`, neither sees it nor
+    has it as its cache. A probe handler stands in for the model child, in the real sandbox."""
+    from graders.model_engine import grade
+    cache = tmp_path / "worker-cache"
+    (tmp_path / "cache_probe.py").write_text(CACHE_PROBE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("WORKSHOP_COMPILE_CACHE", str(cache))
+    monkeypatch.setattr(grade, "CHILD", "cache_probe")
+    monkeypatch.setattr(grade, "_baselines", {})
+    monkeypatch.setattr(grade, "_env", lambda device: grade._child_env() | {"TORCHINDUCTOR_CACHE_DIR": "/tmp/ind",
+                                                                            "WORKSHOP_PROBED_CACHE": str(cache)})
+    result = grade_model("kernelbench", "relu", ModelSource(SPEC.problem("relu").reference.read_text()),
+                         compile=True, **QUICK)
+    assert result.status == Status.OK and result.details["timing"]["speedup"]["compile"] == pytest.approx(2.0)
+    assert result.details["probe"] == {"sees_cache": False, "inductor_dir": "/tmp/ind"}   # the submission's child
+    assert (cache / "inductor" / "compiled-by-the-baseline").read_text() == "kept"   # the baseline child wrote it
+    assert result.details["baseline"]["phases"] == {"compile": 0.1}
+
+
+def test_no_compile_cache_is_made_or_bound_where_nothing_is_compiled(tmp_path, monkeypatch):
+    from graders.model_engine import grade
+    monkeypatch.setenv("WORKSHOP_COMPILE_CACHE", str(tmp_path / "cache"))
+    assert grade._baseline_cache({"compile": False}) == ({}, ())
+    assert not (tmp_path / "cache").exists()
+    env, writable = grade._baseline_cache({"compile": True})
+    assert writable == ((tmp_path / "cache").resolve(),)
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": str(writable[0] / "inductor"),
+                   "TRITON_CACHE_DIR": str(writable[0] / "triton")}
+    (tmp_path / "blocked").write_text("a file where the folder would be")
+    monkeypatch.setenv("WORKSHOP_COMPILE_CACHE", str(tmp_path / "blocked"))
+    assert grade._baseline_cache({"compile": True}) == ({}, ())   # the child's own /tmp then
