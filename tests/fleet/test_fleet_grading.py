@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -288,3 +289,23 @@ def test_ledger_writes_a_result_once(tmp_path):
     assert [r["task_id"] for r in ledger.rows("puzzles")] == ["task-2"]
     assert ledger.claim("task-2") and not ledger.claim("task-1")
     ledger.close()
+
+
+def test_a_task_sent_while_redis_restarts_waits_for_it(redis):
+    """The coordinator sends its tasks while workers already grade: a Redis restart then (down 3 s) delays a send
+    instead of failing the run (kombu's own retry was 0.6 s)."""
+    app = make_app(redis.url)
+    app.send_task("workshop.grade_submission", args=("vecadd", "ada", {}, {}), queue="publish-test",
+                  ignore_result=True)
+    redis.stop()   # the connection the first send made is now broken
+    back = threading.Timer(3.0, redis.start)
+    back.start()
+    try:
+        start = time.monotonic()
+        app.send_task("workshop.grade_submission", args=("vecadd", "bob", {}, {}), queue="publish-test",
+                      ignore_result=True)
+        waited = time.monotonic() - start
+    finally:
+        back.join()
+    assert waited >= 2.5, waited
+    assert redis_client.Redis.from_url(redis.url).llen("publish-test") == 2   # append-only: the first is kept

@@ -46,6 +46,9 @@ def sweep_s() -> float:
     return min(5.0, renew_s())
 
 
+PUBLISH_RETRY_POLICY = {"max_retries": 60, "interval_start": 0, "interval_step": 1, "interval_max": 2}
+
+
 def make_app(broker: str | None = None) -> Celery:
     broker = broker or broker_url() or "redis://127.0.0.1:6379/0"
     app = Celery("workshop", broker=broker, backend=os.environ.get("WORKSHOP_RESULT_URL") or broker,
@@ -68,6 +71,8 @@ def make_app(broker: str | None = None) -> Celery:
         result_backend_transport_options=visibility,
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,
+        # a task sent while Redis restarts waits for it (about two minutes), not kombu's default 0.6 s
+        task_publish_retry_policy=PUBLISH_RETRY_POLICY,
         result_expires=14 * 24 * 3600,
         result_extended=True,
         worker_hijack_root_logger=False,
