@@ -45,6 +45,9 @@
 #                                              # the nbgrader runs' records (seconds, points) come back
 #                                              # (`grading` measures the rest);
 #                                              # each stops after FIRST_RUN_LIMIT_S seconds (default 560)
+#   bash benchmarks/gpu_trusted.sh call-split [TRACK [PROBLEM...]]   # benchmarks/model_call_split.py: a model
+#                                              # problem's timed call split into host work and kernels, for eager,
+#                                              # torch.compile and the reference ModelNew (default kernelbench)
 #   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
@@ -221,6 +224,15 @@ case "${1:-cases}" in
       pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid" || rc=1; done ;;
+  call-split)
+    shift
+    track=${1:-kernelbench} problems=()
+    [ $# -gt 1 ] && problems=(--problems "${@:2}")
+    log=$(logfile "$track" "$track-call-split")
+    timeout "${STAGE_LIMIT_S:-300}" python3 -m benchmarks.model_call_split --track "$track" "${problems[@]}" \
+      > "$log" 2>&1 || rc=1
+    grep -E '^[a-z_]+ .*: graded' "$log"
+    exit $rc ;;
   profile)
     [ $# -ge 4 ] || { echo "usage: $0 profile TRACK SHAPE KERNEL..." >&2; exit 2; }
     track=$2 shape=$3; shift 3
