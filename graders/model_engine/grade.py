@@ -143,19 +143,22 @@ def compile_cache() -> Path:
                                         / "kernel-workshop" / "baseline-compile")
 
 
-def _baseline_cache(request: dict) -> tuple[dict[str, str], tuple[Path, ...]]:
-    """(the environment, the writable folder) that point a baseline child's compiles at `compile_cache`; none
-    where nothing is compiled or the folder cannot be made (the child's own ``/tmp`` then, as before)."""
+def _baseline_compile(request: dict) -> tuple[dict[str, str], tuple[Path, ...]]:
+    """(the environment, the writable folder) of a baseline child's ``torch.compile``: its compiles in the child's own
+    process (``TORCHINDUCTOR_COMPILE_THREADS=1``: a problem has a few kernels, and Inductor's pool of compile
+    workers, one a core, costs more to start and stop than they take) and into `compile_cache`; nothing where
+    nothing is compiled, and the child's own ``/tmp`` as the cache where the folder cannot be made."""
     if not request.get("compile"):
         return {}, ()
+    env = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
     root = compile_cache()
     try:
         for sub in ("inductor", "triton"):
             (root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
         root = root.resolve()
     except OSError:
-        return {}, ()
-    return {"TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"), "TRITON_CACHE_DIR": str(root / "triton")}, (root,)
+        return env, ()
+    return env | {"TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"), "TRITON_CACHE_DIR": str(root / "triton")}, (root,)
 
 
 class BaselineFailed(RuntimeError):
@@ -179,9 +182,9 @@ def baseline(spec: ModelSpec, problem: ModelProblem, request: dict,
         if key in _baselines:
             return _baselines[key], None, None
         device = request["device"]
-        cache_env, writable = _baseline_cache(wanted)
+        compile_env, writable = _baseline_compile(wanted)
         child = run_child(CHILD, wanted | {"mode": "baseline", "seed": BASELINE_SEED}, timeout_s=limit_s,
-                          env=_env(device) | cache_env, gpu=device == "cuda", memory_bytes=MEMORY_BYTES,
+                          env=_env(device) | compile_env, gpu=device == "cuda", memory_bytes=MEMORY_BYTES,
                           forked=device == "cpu", writable=writable)
         if child.status == "timeout":
             refuse_starved(child, limit_s)

@@ -410,15 +410,15 @@ def test_only_the_baseline_child_writes_and_sees_the_compile_cache(tmp_path, mon
     assert result.details["baseline"]["phases"] == {"compile": 0.1}
 
 
-def test_no_compile_cache_is_made_or_bound_where_nothing_is_compiled(tmp_path, monkeypatch):
+def test_the_baseline_compiles_in_its_own_process_into_the_cache_and_only_when_it_compiles(tmp_path, monkeypatch):
     from graders.model_engine import grade
     monkeypatch.setenv("WORKSHOP_COMPILE_CACHE", str(tmp_path / "cache"))
-    assert grade._baseline_cache({"compile": False}) == ({}, ())
+    assert grade._baseline_compile({"compile": False}) == ({}, ())
     assert not (tmp_path / "cache").exists()
-    env, writable = grade._baseline_cache({"compile": True})
+    env, writable = grade._baseline_compile({"compile": True})
     assert writable == ((tmp_path / "cache").resolve(),)
-    assert env == {"TORCHINDUCTOR_CACHE_DIR": str(writable[0] / "inductor"),
+    assert env == {"TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHINDUCTOR_CACHE_DIR": str(writable[0] / "inductor"),
                    "TRITON_CACHE_DIR": str(writable[0] / "triton")}
     (tmp_path / "blocked").write_text("a file where the folder would be")
     monkeypatch.setenv("WORKSHOP_COMPILE_CACHE", str(tmp_path / "blocked"))
-    assert grade._baseline_cache({"compile": True}) == ({}, ())   # the child's own /tmp then
+    assert grade._baseline_compile({"compile": True}) == ({"TORCHINDUCTOR_COMPILE_THREADS": "1"}, ())
