@@ -10,8 +10,8 @@
   the compiled reference instead of compiling it again. It returns a
   `graders.result.GradeResult`: points for a correct submission, performance points by its speed-up over
   ``torch.compile`` between the problem's floor and target, ``details["fast_p"]``, ``details["baseline"]``
-  (whether this grading measured it, its seconds), and ``details["phases"]`` (the child's phases,
-  `graders.model_engine.child`, its start around them, and ``baseline`` where this grading measured it).
+  (whether this grading measured it; its seconds and its child's phases), and ``details["phases"]`` (the child's
+  phases, `graders.model_engine.child`, its start around them, and ``baseline`` where this grading measured it).
 - `score_model` is the hidden test (`graders.hidden_tests`): the report, and the points or `KernelFailed`.
 - `fast_p` is KernelBench's fast_p of a set of results: the share that is correct and at least ``p`` times as
   fast as the baseline.
