@@ -111,12 +111,15 @@ def test_the_supervisor_reports_the_sandboxs_cpu_time(handler, monkeypatch, cgro
 
 
 def test_a_kernel_spinning_past_its_limit_is_its_own_timeout(handler):
-    """It ran at least `SHARE` of its limit (a busy worker may have made it run a second time, `RETRY_FACTOR` x the
-    limit), and it was running or ready to run more than half the time it was observed, where the sleeping child
-    below was so less than half: the two sides of `starved`'s rule. (Under heavy load a run's start, bubblewrap's
-    and Python's, is partly neither: reading files, the I/O the supervisor's CPU pressure does not count.)"""
+    """`starved`'s rule calls it the kernel's timeout (a busy worker may have made it run a second time,
+    `RETRY_FACTOR` x the limit): it was running or ready to run more than half the time it was observed, where the
+    sleeping child below was so less than half. Its CPU time is not compared with `SHARE` of the limit here: the
+    supervisor's last report can come half a second or more before the end on a loaded machine, so a spinning
+    child's reported CPU time can fall short of it while the rule's other side still finds it not starved. (Under
+    heavy load a run's start, bubblewrap's and Python's, is partly neither: reading files, the I/O the supervisor's
+    CPU pressure does not count.)"""
     result = run_child_unstarved("busy_handler", {"cpu_s": None}, timeout_s=LIMIT, env=handler)
-    assert result.status == "timeout" and result.cpu_s >= SHARE * LIMIT
+    assert result.status == "timeout" and not starved(result, LIMIT * (RETRY_FACTOR if result.rerun else 1))
     assert result.cpu_s + result.waited_s > result.observed_s / 2
 
 
