@@ -16,7 +16,7 @@ import statistics
 import time
 
 from graders.model_engine.child import Judge, load_submission, problem_namespace, problem_text
-from graders.model_engine.spec import load_model_spec
+from graders.model_engine.spec import ModelSpec, load_model_spec
 
 CALLS = 10
 
@@ -28,7 +28,7 @@ def split(judge: Judge, model, calls: int) -> dict:
     graded = judge.time(model, 0, calls, check=False)["median_s"]
     host, kernels = [], {}
     for n in range(calls):
-        given = [x.clone() if hasattr(x, "clone") else x for x in judge.inputs(1000 + n)]
+        given = judge._clones(judge.inputs(1000 + n))
         if judge.cuda:
             judge.flush.zero_()
         judge.synchronize()
@@ -46,6 +46,15 @@ def split(judge: Judge, model, calls: int) -> dict:
             "kernels_us": {name: (len(times) / calls, sum(times) / calls) for name, times in kernels.items()}}
 
 
+def judge_for(spec: ModelSpec, problem_id: str, device: str) -> Judge:
+    """The grader's Judge of one problem, at its sizes on a GPU, at its ``cpu_sizes`` on the CPU."""
+    import torch
+    problem = spec.problem(problem_id)
+    sizes = problem.sizes if device == "cuda" else problem.cpu_sizes
+    namespace = problem_namespace(problem_text(spec.path.parent / "problem.py", problem_id), sizes)
+    return Judge(torch, problem, namespace, device, seed=0)
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -57,17 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'the CPU'}, torch {torch.__version__}")
     for pid in args.problems or sorted(spec.problems):
-        problem = spec.problem(pid)
-        sizes = problem.sizes if device == "cuda" else problem.cpu_sizes
-        namespace = problem_namespace(problem_text(spec.path.parent / "problem.py", pid), sizes)
-        judge = Judge(torch, problem, namespace, device, seed=0)
+        judge = judge_for(spec, pid, device)
         models = {"eager": judge.reference, "compile": torch.compile(judge.reference),
-                  "reference ModelNew": judge.build(load_submission(problem.reference.read_text()))}
+                  "reference ModelNew": judge.build(load_submission(spec.problem(pid).reference.read_text()))}
         for kind, model in models.items():
             found = split(judge, model, args.calls)
-            device = sum(total for _, total in found["kernels_us"].values())
+            kernels_us = sum(total for _, total in found["kernels_us"].values())
             print(f"{pid} {kind}: graded {found['graded_ms']:.4f} ms, host part of a call {found['host_ms']:.4f} ms, "
-                  f"kernels {device / 1e3:.4f} ms")
+                  f"kernels {kernels_us / 1e3:.4f} ms")
             for name, (count, total) in sorted(found["kernels_us"].items(), key=lambda kv: -kv[1][1]):
                 print(f"    {total:9.1f} us  x{count:g}  {name[:100]}")
     return 0

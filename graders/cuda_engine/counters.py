@@ -39,6 +39,7 @@ from graders.cuda_engine.spec import AssignmentSpec, KernelSpec
 from graders.gpu import NeedsGPUWorker, detect_gpu
 from graders.sandbox.run import run_child
 from graders.sandbox.starvation import refuse_starved
+from graders.worker_cache import worker_folder
 
 NSIGHT_COMPUTE_HOME = "/opt/nvidia/nsight-compute"   # one folder per version
 
@@ -178,11 +179,9 @@ def reference_count(request: dict, naive: KernelSpec, shape: list[int], metric: 
 
 def counts_cache() -> Path:
     """Where a worker keeps the references' counts across its processes: ``WORKSHOP_COUNTS_CACHE``, else
-    ``$XDG_CACHE_HOME/kernel-workshop/reference-counts`` (``~/.cache/...``); the trusted grader's folder, out of every
-    sandbox's sight. (Read here, not in `graders.settings`, whose hash the measured targets carry.)"""
-    chosen = os.environ.get("WORKSHOP_COUNTS_CACHE", "").strip()
-    return Path(chosen) if chosen else (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                                        / "kernel-workshop" / "reference-counts")
+    ``~/.cache/kernel-workshop/reference-counts`` (`graders.worker_cache.worker_folder`); out of every sandbox's
+    sight."""
+    return worker_folder("WORKSHOP_COUNTS_CACHE", "reference-counts")
 
 
 def _count_file(key: str) -> Path:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -49,6 +48,7 @@ from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.session import process_session
+from graders.worker_cache import worker_folder
 
 CHILD = "graders.model_engine.child"
 STARTUP_S = 180.0   # child start: torch import, CUDA start, Triton and torch.compile compiles, the trials
@@ -133,14 +133,11 @@ def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem
 
 def compile_cache() -> Path:
     """Where a worker keeps what the baseline children's ``torch.compile`` compiled (Inductor's and Triton's caches):
-    ``WORKSHOP_COMPILE_CACHE``, else ``$XDG_CACHE_HOME/kernel-workshop/baseline-compile`` (``~/.cache/...``). Only a
-    baseline child, which runs the problem's reference and no submission, has it bound writable; no grading child
-    of a submission sees it. What it holds is keyed by what was compiled and written only for a compile that
-    succeeded (both libraries' own caches). (Read here, not in `graders.settings`, whose hash the measured targets
-    carry.)"""
-    chosen = os.environ.get("WORKSHOP_COMPILE_CACHE", "").strip()
-    return Path(chosen) if chosen else (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                                        / "kernel-workshop" / "baseline-compile")
+    ``WORKSHOP_COMPILE_CACHE``, else ``~/.cache/kernel-workshop/baseline-compile``
+    (`graders.worker_cache.worker_folder`). Only a baseline child, which runs the problem's reference and no
+    submission, has it bound writable; no grading child of a submission sees it. What it holds is keyed by what
+    was compiled and written only for a compile that succeeded (both libraries' own caches)."""
+    return worker_folder("WORKSHOP_COMPILE_CACHE", "baseline-compile")
 
 
 def _baseline_compile(request: dict) -> tuple[dict[str, str], tuple[Path, ...]]:
