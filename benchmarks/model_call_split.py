@@ -1,7 +1,7 @@
 """Where a model problem's timed call goes, on a GPU: for eager, ``torch.compile`` and the track's reference
 ``ModelNew``, the grader's own timed call (`graders.model_engine.child.Judge.time`), the host's part of a call (from
-the call to its return, before the device-wide synchronisation that ends the timer) and the kernels the call
-launched with their device times (``torch.profiler``, one call at a time). A call's grader time far above its
+the call to its return, before the device-wide synchronisation that ends the timer; no profiler running) and the
+kernels a call launched with their device times (``torch.profiler``, other calls, one at a time). A call's grader time far above its
 kernels' time is host work (Python, guards, launches, allocation) inside the timer.
 
     python -m benchmarks.model_call_split --track kernelbench --problems relu softmax
@@ -22,21 +22,30 @@ CALLS = 10
 
 
 def split(judge: Judge, model, calls: int) -> dict:
-    """The grader's median time, the host's median part of a call, and each kernel's mean device time a call."""
+    """The grader's median time; the host's median part of a call (from the call to its return, no profiler
+    running: the profiler's own host work is several times a call's); each kernel's mean device time a call,
+    from separate calls under ``torch.profiler``."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     graded = judge.time(model, 0, calls, check=False)["median_s"]
     host, kernels = [], {}
     for n in range(calls):
         given = judge._clones(judge.inputs(1000 + n))
+        judge.synchronize()
+        begin = time.perf_counter()
+        with torch.no_grad():
+            out = model(*given)
+        host.append(time.perf_counter() - begin)
+        judge.synchronize()
+        del out
+    for n in range(calls):
+        given = judge._clones(judge.inputs(2000 + n))
         if judge.cuda:
             judge.flush.zero_()
         judge.synchronize()
         with profile(activities=[ProfilerActivity.CPU] + [ProfilerActivity.CUDA] * judge.cuda) as prof:
-            begin = time.perf_counter()
             with torch.no_grad():
                 out = model(*given)
-            host.append(time.perf_counter() - begin)
             judge.synchronize()
         for event in prof.events():
             if event.device_type == torch.autograd.DeviceType.CUDA:
