@@ -17,7 +17,9 @@
 #                                              # feed `workshop targets TRACK RECORD --fraction 0.97 --write`
 #   bash benchmarks/gpu_trusted.sh timing [TRACK...]   # benchmarks/grading_time.py: nbgrader autograde of each
 #                                              # track's reference and stub at the spec's budget, with every
-#                                              # kernel's phases; tracks spread over the machine's GPUs, in parallel
+#                                              # kernel's phases; tracks spread over the machine's GPUs, in parallel;
+#                                              # TIMING_SUBMISSIONS="reference reference stub": a second reference
+#                                              # too (the worker's caches warm, as for a class's later submissions)
 #   bash benchmarks/gpu_trusted.sh sanitizer-cost [ARGS...]  # benchmarks/sanitizer_cost.py (ARGS: --track gemm
 #                                              # --kernels naive warptiling ...): each piece of a kernel's
 #                                              # compute-sanitizer time, the tools alone, together, 4 kernels at once
@@ -149,7 +151,7 @@ case "${1:-cases}" in
     for gpu in $(cut -d' ' -f1 /tmp/timing-plan | sort -un); do
       (for track in $(awk -v g="$gpu" '$1 == g {print $2}' /tmp/timing-plan); do
          log=$(logfile "$track" "grading-time-$track")
-         CUDA_VISIBLE_DEVICES=$gpu timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.grading_time --track "$track" > "$log" 2>&1
+         CUDA_VISIBLE_DEVICES=$gpu timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.grading_time --track "$track" ${TIMING_SUBMISSIONS:+--submissions $TIMING_SUBMISSIONS} > "$log" 2>&1
          echo "[gpu_trusted] timing $track (GPU $gpu): rc $?; $(grep -E '^(reference|stub)[0-9]+:' "$log" | cut -c1-60 | tr '\n' ' ')"
        done) &
       pids+=($!)
