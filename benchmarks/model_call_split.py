@@ -1,8 +1,8 @@
 """Where a model problem's timed call goes, on a GPU: for eager, ``torch.compile`` and the track's reference
 ``ModelNew``, the grader's own timed call (`graders.model_engine.child.Judge.time`), the host's part of a call (from
 the call to its return, before the device-wide synchronisation that ends the timer; no profiler running) and the
-kernels a call launched with their device times (``torch.profiler``, other calls, one at a time). A call's grader time far above its
-kernels' time is host work (Python, guards, launches, allocation) inside the timer.
+kernels a call launched with their device times (``torch.profiler``, other calls, one at a time). A call's grader
+time far above its kernels' time is host work (Python, guards, launches, allocation) inside the timer.
 
     python -m benchmarks.model_call_split --track kernelbench --problems relu softmax
 

@@ -73,6 +73,7 @@ from graders.sandbox.session import ChildSession, SessionPool
 from graders.sandbox.starvation import WorkerStarved
 from graders.submission import (MAX_NOTEBOOK_BYTES, HiddenCall, Submission, SubmissionError, file_problem,
                                 hidden_call, notebook_problem)
+from graders.targets_gpu import ta_lines
 from graders.tilelang_engine import grade as _tilelang_grade  # noqa: F401 (same)
 from graders.triton_engine import grade as _triton_grade  # noqa: F401 (same)
 
@@ -329,6 +330,18 @@ class _Grading:
                 self.log.info("The timed hidden tests ran in %d grading child(ren)", session.started)
         except BaseException as exc:   # a worker that cannot grade (no GPU, no sandbox): the caller re-raises
             self.failure = exc
+        else:
+            self._say_other_gpu()
+
+    def _say_other_gpu(self) -> None:
+        """One line in the log for each track whose speed targets were measured on another GPU model than the one
+        that graded (`graders.targets_gpu.ta_lines`: what the TA re-measures); it never stops the grading."""
+        try:
+            lines = ta_lines(r for results in list(self.results.values()) for r in results)
+        except Exception:   # a note, not a grade
+            return
+        for line in lines:
+            self.log.warning("%s", line)
 
     def _prepare(self, alone: list[str]) -> None:
         """The preparations of the timed tests ``alone`` (those that have one), side by side; each one's value is

@@ -49,6 +49,7 @@ from graders.ladder import lines_of_code
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.starvation import refuse_starved
+from graders.targets_gpu import gpu_curve, student_note
 
 CHILD = "graders.cuda_engine.child"
 PREPARE_TIMEOUT_S = 60.0   # a tool's or ncu's run in `prepare` (a whole sanitizer run took about 4.5 s on an H100)
@@ -360,7 +361,9 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
     """The child's answer, or a status for a child that hung or died, with the kernel's score added.
 
     ``details`` keeps the answer's measurements (``compile``, ``checks``, ``timing``, ``environment``, ...)
-    and adds ``score`` (correctness, performance, max, total), ``curve`` and ``seconds``. A child the worker starved
+    and adds ``score`` (correctness, performance, max, total), ``curve`` (the kernel's floor and target, and
+    `graders.targets_gpu.gpu_curve`'s: the GPUs the targets were measured on, ``graded_on`` where the answer's
+    ``environment`` names the grading GPU) and ``seconds``. A child the worker starved
     at its limit (`graders.sandbox.starvation.starved`) raises `WorkerStarved` instead: it is no timeout of the
     kernel's."""
     if child.status == "timeout":
@@ -383,16 +386,19 @@ def result_from_child(child: ChildResult, spec: AssignmentSpec, kernel: KernelSp
         points = score_kernel(kernel, status == Status.OK, answer.get("timing", {}).get("ratio"))
     answer.pop("kernel_id", None)
     answer.pop("seed", None)
+    environment = answer.get("environment")
+    graded_on = environment.get("gpu") if isinstance(environment, dict) else None
+    curve = {"floor": kernel.floor, "target": kernel.target, "targets": spec.targets} | gpu_curve(
+        spec.name, spec.measured_in, graded_on)
     return GradeResult(
         kernel.id, status, answer.pop("message", ""), cases=len(answer.get("checks", [])), seed=seed,
         points=points.total, max_points=points.max, target="gpu",
-        details=answer | {"score": points.as_dict(),
-                          "curve": {"floor": kernel.floor, "target": kernel.target, "targets": spec.targets},
-                          "seconds": child.seconds})
+        details=answer | {"score": points.as_dict(), "curve": curve, "seconds": child.seconds})
 
 
 def report(result: GradeResult) -> str:
-    """A few lines for the student: status, speed against the baseline, a counter rule's scale, points."""
+    """A few lines for the student: status, speed against the baseline (and a note where the targets were measured
+    on another GPU model: `graders.targets_gpu.student_note`), a counter rule's scale, points."""
     s = result.details["score"]
     lines = [f"{result.test}: {result.status if result.ok else result.failure_line()}"]
     timing = result.details.get("timing")
@@ -407,6 +413,9 @@ def report(result: GradeResult) -> str:
         if probe:
             lines.append(f"  {probe['name']}, measured here: {_rate(probe['throughput'], unit)}; your kernel at "
                          f"{100 * k['throughput'] / probe['throughput']:.1f}% of it (reported, not scored)")
+        note = student_note(result.details["curve"])
+        if note:
+            lines.append(f"  {note}")
     counter = result.details.get("counter")
     if counter:
         lines += [f"  {line}" for line in counters.scale_lines(counter)]

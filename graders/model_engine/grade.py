@@ -48,6 +48,7 @@ from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
 from graders.result import GradeResult, Status, hidden_seed, publish
 from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.session import process_session
+from graders.targets_gpu import gpu_curve, student_note
 from graders.worker_cache import worker_folder
 
 CHILD = "graders.model_engine.child"
@@ -103,7 +104,10 @@ def fast_p(results: list[GradeResult], p: float, baseline: str = "compile") -> f
 
 
 def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem, limit_s: float,
-                      seed: int) -> GradeResult:
+                      seed: int, graded_on: str | None = None) -> GradeResult:
+    """The child's answer, or a status for a child that hung or died, with the problem's score added; ``curve`` has
+    the problem's floor and target and `graders.targets_gpu.gpu_curve`'s: the GPUs its targets were measured on and
+    ``graded_on``, the worker's GPU (the child's device: a worker grades on one)."""
     if child.status == "timeout":
         refuse_starved(child, limit_s)
         answer = {"status": Status.TIMEOUT, "message": f"grading did not finish within {limit_s:g} s (the grading "
@@ -121,13 +125,14 @@ def result_from_child(child: ChildResult, spec: ModelSpec, problem: ModelProblem
     score = _score(spec, problem, status, speedups, answer.get("device", "cuda"))
     answer.pop("seed", None)
     answer.pop("problem_id", None)
+    curve = {"floor": problem.floor, "target": problem.target, "targets": spec.targets} | gpu_curve(
+        spec.name, spec.measured_in, graded_on)
     return GradeResult(problem.id, status, answer.pop("message", ""), cases=answer.get("trials", 0), seed=seed,
                        points=score["total"], max_points=spec.max_points,
                        target=answer.get("device", "gpu"),
                        details=answer | {"score": score,
                                          "fast_p": fast_flags(status == Status.OK, speedups),
-                                         "curve": {"floor": problem.floor, "target": problem.target,
-                                                   "targets": spec.targets},
+                                         "curve": curve,
                                          "seconds": child.seconds})
 
 
@@ -227,8 +232,7 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str |
     except ModelSourceError as exc:
         return GradeResult(problem_id, Status.REFUSED, str(exc), points=0.0, max_points=spec.max_points,
                            details={"score": _score(spec, problem, Status.REFUSED, {})})
-    if device == "cuda":
-        require_gpu(f"Grading {spec.name}/{problem_id}")
+    graded_on = require_gpu(f"Grading {spec.name}/{problem_id}").name if device == "cuda" else None
     seed = hidden_seed()
     request = {"spec_path": str(spec.path.resolve()), "problem_id": problem_id, "source": source.source,
                "seed": seed, "device": device, "mode": "grade",
@@ -238,7 +242,7 @@ def grade_model(assignment: str | Path, problem_id: str, model, *, device: str |
     limit = timeout_s or settings.perf_budget_s(spec.time_budget_s) + STARTUP_S
     child = run_child(CHILD, request, timeout_s=limit, env=_env(device), gpu=device == "cuda",
                       memory_bytes=MEMORY_BYTES, forked=device == "cpu")
-    result = result_from_child(child, spec, problem, limit, seed)
+    result = result_from_child(child, spec, problem, limit, seed, graded_on)
     result = dataclasses.replace(result, details=result.details | {"phases": child_phases(result, child)})
     return with_baseline(result, spec, problem, request, limit)
 
@@ -255,6 +259,9 @@ def report(result: GradeResult) -> str:
                           if name in timing)
         speedups = ", ".join(f"{s:.2f}x over {name}" for name, s in timing["speedup"].items())
         lines.append(f"  median of {timing['submission']['runs']} calls on fresh inputs: {times} ({speedups})")
+        note = student_note(result.details.get("curve", {}))
+        if note:
+            lines.append(f"  {note}")
     score = result.details["score"]
     lines.append(f"  points: {score['total']:g} of {score['max']:g}")
     return "\n".join(lines)

@@ -3,13 +3,15 @@ to the grading child, when the sanitizer and the profiler run, the points and me
 report students read, and the compile checks of the notebook cells. The child itself is a recording stand-in."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import types
 from dataclasses import asdict
 
 import pytest
 
-from graders import settings
+from graders import settings, targets_gpu
 from graders.cuda_engine import grade
 from graders.cuda_engine.compile import Compiled, CompileError, Resources
 from graders.cuda_engine.scoring import score_kernel
@@ -209,7 +211,9 @@ def test_a_correct_answer_is_scored_on_its_ratio_and_keeps_its_measurements():
     assert result.details == {
         "timing": timing(PADDED.target), "checks": [{}, {}, {}], "environment": {"gpu": "H200"},
         "score": score_kernel(PADDED, True, PADDED.target).as_dict(), "seconds": 4.5,
-        "curve": {"floor": PADDED.floor, "target": PADDED.target, "targets": TRANSPOSE.targets}}
+        "curve": {"floor": PADDED.floor, "target": PADDED.target, "targets": TRANSPOSE.targets,
+                  "measured_on": list(targets_gpu.measured_on(TRANSPOSE.measured_in)), "track": "transpose",
+                  "graded_on": "H200"}}
 
 
 def test_a_correct_answer_without_timing_scores_nothing():
@@ -258,6 +262,98 @@ def test_the_report_gives_the_share_of_the_instruction_ceiling_which_does_not_sc
                                                     "kernel at 25.0% of it (reported, not scored)")
     plain = from_child(ChildResult("ok", answer={"status": "ok", "timing": timing(0.5)}))
     assert result.details["score"] == plain.details["score"] and "measured here" not in grade.report(plain)
+
+
+# --- the GPU the targets were measured on (graders.targets_gpu) --------------------------------------------
+
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+def measured_spec(tmp_path, *gpus, extra=()):
+    """TRANSPOSE with measured targets whose records (in ``tmp_path``) ran on ``gpus``; ``extra``: more records
+    named as they are (missing, unreadable)."""
+    names = []
+    for i, gpu in enumerate(gpus):
+        record = tmp_path / f"record-{i}.json"
+        record.write_text(json.dumps({"track": "transpose", "gpu": gpu, "kernels": {}}))
+        names.append(str(record))
+    return dataclasses.replace(TRANSPOSE, targets="measured", measured_in=(*names, *extra))
+
+
+def graded_on(spec, gpu, answer=None, kernel=PADDED) -> GradeResult:
+    answer = {"status": "ok", "message": "", "timing": timing(0.5)} if answer is None else answer
+    return grade.result_from_child(ChildResult("ok", answer=answer | {"environment": {"gpu": gpu}}), spec, kernel,
+                                   12.5, seed=9)
+
+
+def test_a_grading_on_another_gpu_than_the_targets_names_both_and_the_report_says_so(tmp_path):
+    spec = measured_spec(tmp_path, H100, H100)
+    result = graded_on(spec, H200)
+    assert result.details["curve"] == {"floor": PADDED.floor, "target": PADDED.target, "targets": "measured",
+                                       "measured_on": [H100], "track": "transpose", "graded_on": H200}
+    lines = grade.report(result).splitlines()
+    assert lines[2] == (f"  note: the speed targets were measured on {H100}, and this grading ran on {H200}: your "
+                        "speed points compare against another GPU's references (even a reference kernel may get "
+                        "only part of them here)")
+    assert lines[1].startswith("  your kernel") and lines[-1].startswith("  points:")
+    same = graded_on(spec, H100)
+    assert (result.status, result.points, result.details["score"]) == (same.status, same.points,
+                                                                       same.details["score"])   # grading unchanged
+
+
+def test_a_grading_on_one_of_the_targets_gpus_says_nothing(tmp_path):
+    spec = measured_spec(tmp_path, H100, H200)
+    result = graded_on(spec, H200)
+    assert result.details["curve"]["measured_on"] == [H100, H200]
+    assert "note:" not in grade.report(result) and targets_gpu.ta_lines([result.as_dict()]) == []
+
+
+def test_provisional_targets_say_nothing_of_a_gpu():
+    provisional = dataclasses.replace(TRANSPOSE, targets="provisional", measured_in=())
+    result = graded_on(provisional, H200)
+    assert result.details["curve"]["measured_on"] == [] and result.details["curve"]["graded_on"] == H200
+    assert "note:" not in grade.report(result) and targets_gpu.ta_lines([result.as_dict()]) == []
+
+
+def test_a_missing_or_unreadable_record_is_skipped(tmp_path):
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "no-gpu.json").write_text("{}")
+    unreadable = [str(tmp_path / name) for name in ("gone.json", "broken.json", "list.json", "no-gpu.json")]
+    spec = measured_spec(tmp_path, H100, extra=unreadable)
+    assert graded_on(spec, H200).details["curve"]["measured_on"] == [H100]
+    nothing = dataclasses.replace(spec, measured_in=tuple(unreadable))
+    result = graded_on(nothing, H200)
+    assert result.details["curve"]["measured_on"] == [] and "note:" not in grade.report(result)
+
+
+def test_a_record_path_is_under_the_checkout(tmp_path, monkeypatch):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "r.json").write_text(json.dumps({"gpu": H100}))
+    monkeypatch.setattr(settings, "ROOT", tmp_path)
+    assert targets_gpu.measured_on(["benchmarks/r.json", "benchmarks/gone.json"]) == (H100,)
+
+
+def test_an_answer_without_its_gpu_or_without_timing_adds_no_note(tmp_path):
+    spec = measured_spec(tmp_path, H100)
+    bare = grade.result_from_child(ChildResult("ok", answer={"status": "ok", "timing": timing(0.5)}), spec, PADDED,
+                                   12.5, seed=9)
+    assert "graded_on" not in bare.details["curve"] and "note:" not in grade.report(bare)
+    unbuilt = graded_on(spec, H200, {"status": "compile_error", "message": "error: expected ';'"})
+    assert unbuilt.details["curve"]["graded_on"] == H200 and "note:" not in grade.report(unbuilt)
+    for child in (ChildResult("timeout", seconds=12.5), ChildResult("crashed", message="SIGSEGV"),
+                  ChildResult("ok", answer={"error": "E"})):
+        failed = grade.result_from_child(child, spec, PADDED, 12.5, seed=9)
+        assert "graded_on" not in failed.details["curve"] and "note:" not in grade.report(failed)
+
+
+def test_the_tas_line_is_one_per_track_and_says_how_to_remeasure(tmp_path):
+    spec = measured_spec(tmp_path, H100)
+    results = [graded_on(spec, H200, kernel=kernel).as_dict() for kernel in (PADDED, BEST)]
+    assert targets_gpu.ta_lines(results + [{"test": "other"}, {"curve": {"floor": 0.1}}]) == [
+        f"transpose: speed targets measured on {H100}, this grading ran on {H200}: speed points compare against "
+        "another GPU's references. Re-measure them on this GPU: `bash benchmarks/gpu_trusted.sh regrade transpose`, "
+        "then `workshop targets transpose RECORD... --write`"]
 
 
 # --- the sanitizer's and the profiler's verdicts ---------------------------------------------------------

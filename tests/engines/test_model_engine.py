@@ -5,15 +5,21 @@ kernel needs the GPU; tests/gpu/test_kernelbench_gpu.py runs that one). Each kno
 nbgrader: tests/e2e/test_kernelbench_nbgrader.py."""
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 import pytest
 import torch
 
+from graders import targets_gpu
 from graders.model_engine import child
-from graders.model_engine.grade import check, checked, fast_flags, fast_p, grade_model
+from graders.model_engine.grade import (check, checked, fast_flags, fast_p, grade_model, report,
+                                         result_from_child)
 from graders.model_engine.source import ModelSource, ModelSourceError, model_from_cell, source_problems
 from graders.model_engine.spec import load_model_spec
 from graders.result import GradeResult, Status
+from graders.sandbox.run import ChildResult
 from model_sources import CUDA_RELU
 
 SPEC = load_model_spec("kernelbench")
@@ -277,6 +283,29 @@ def test_fast_p_is_the_share_of_results_correct_and_at_least_p_times_as_fast():
     results = [result(True, 1.6), result(True, 1.2), result(True, 0.9), result(False, 3.0)]
     assert fast_p(results, 1.0) == 0.5 and fast_p(results, 1.5) == 0.25 and fast_p([], 1.0) == 0.0
     assert fast_p(results, 1.0, "eager") == 0.0   # no eager time in these: not fast
+
+
+def test_the_curve_names_the_gpus_of_the_targets_records_and_a_grading_on_another_one_says_so(tmp_path):
+    """``curve`` says where the targets were measured and where the grading ran (the worker's GPU); on another
+    model the student's report and the TA's log say so, and the points are the same."""
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"track": "kernelbench", "gpu": "NVIDIA H100 80GB HBM3"}))
+    measured = dataclasses.replace(SPEC, targets="measured", measured_in=(str(record), str(tmp_path / "gone.json")))
+    answer = {"status": "ok", "device": "cuda", "trials": 1,
+              "timing": {"speedup": {"compile": 1.2}, "submission": {"median_s": 1e-3, "runs": 3},
+                         "compile": {"median_s": 1.2e-3, "runs": 3}}}
+    results = {gpu: result_from_child(ChildResult("ok", answer=dict(answer)), measured, SPEC.problem("relu"), 10,
+                                      seed=1, graded_on=gpu)
+               for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200")}
+    same, other = results["NVIDIA H100 80GB HBM3"], results["NVIDIA H200"]
+    assert other.details["curve"] == {"floor": SPEC.problem("relu").floor, "target": SPEC.problem("relu").target,
+                                      "targets": "measured", "measured_on": ["NVIDIA H100 80GB HBM3"],
+                                      "track": SPEC.name, "graded_on": "NVIDIA H200"}
+    assert same.points == other.points
+    assert "note: the speed targets were measured on NVIDIA H100 80GB HBM3" not in report(same)
+    assert "this grading ran on NVIDIA H200" in report(other)
+    assert targets_gpu.ta_lines([same.as_dict()]) == []
+    assert len(targets_gpu.ta_lines([other.as_dict(), other.as_dict()])) == 1
 
 
 def test_a_refused_cell_starts_no_child_and_says_why():

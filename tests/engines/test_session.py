@@ -2,6 +2,7 @@
 each with a fresh child's limit and caps, and a fresh process follows any request that left it unfit."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,8 +14,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from graders import autograde, hidden_tests
+from graders.cuda_engine.grade import result_from_child
+from graders.cuda_engine.spec import load_spec
+from graders.result import publish
 from graders.sandbox import capped_output
-from graders.sandbox.run import run_child
+from graders.sandbox.run import ChildResult, run_child
 from graders.sandbox.session import ChildSession, SessionPool, current, process_session
 from graders.submission import Submission
 from tests.processes import processes_with
@@ -319,6 +323,31 @@ def test_a_together_handler_must_answer_each_call_once():
         hidden_tests._skipping_stubs_together(lambda calls: calls[:-1])([((1,), {}), ((2,), {})])
     with pytest.raises(ValueError, match="prepare_together needs prepare"):
         hidden_tests.hidden_test(lambda: None, alone=True, prepare_together=lambda calls: calls)
+
+
+@pytest.mark.parametrize("graded_on, logged", [("NVIDIA H200", True), ("NVIDIA H100 80GB HBM3", False)])
+def test_autograde_logs_once_per_track_a_grading_on_another_gpu_than_its_targets(monkeypatch, tmp_path, graded_on,
+                                                                                  logged):
+    """`graders.targets_gpu.ta_lines`: one warning for the submission's track, not one per kernel; none where the
+    grading GPU is the one the targets were measured on."""
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"track": "transpose", "gpu": "NVIDIA H100 80GB HBM3"}))
+    spec = dataclasses.replace(load_spec("transpose"), targets="measured", measured_in=(str(record),))
+
+    def timed(kernel_id):
+        answer = {"status": "ok", "timing": {"ratio": 0.5}, "environment": {"gpu": graded_on}}
+        publish(result_from_child(ChildResult("ok", answer=answer), spec, spec.kernel(kernel_id), 10, seed=1))
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "timed", timed)
+    _timed_tests(monkeypatch, "timed")
+    cells = [new_code_cell(f"timed('{k}')", metadata={"nbgrader": {"grade_id": k}}) for k in ("naive", "padded")]
+    log = _Log()
+    autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=60).finish()
+    said = [line for line in log.lines if "speed targets measured on" in line]
+    assert said == ([f"transpose: speed targets measured on NVIDIA H100 80GB HBM3, this grading ran on {graded_on}: "
+                     "speed points compare against another GPU's references. Re-measure them on this GPU: `bash "
+                     "benchmarks/gpu_trusted.sh regrade transpose`, then `workshop targets transpose RECORD... "
+                     "--write`"] if logged else [])
 
 
 def fork(env, **request):
