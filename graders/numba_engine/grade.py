@@ -35,7 +35,7 @@ the next call runs a child again. `sanitizer_finding` keeps only findings of run
 
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
 simulator, whose verdict on the outputs and compute-sanitizer's also decide correctness there
-(`checked_beyond_the_gpu`; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in one simulator
+(`checked_gpu_run`, the three side by side; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in one simulator
 child. ``WORKSHOP_TARGET`` forces one; by default the GPU is
 used when one is found (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` is not set.
 """
@@ -215,14 +215,6 @@ def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
     return GradeResult(puzzle.id, status, message, hidden=mode == "hidden", seed=seed, target=on, details=rerun)
 
 
-def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
-    """Access counts always come from the simulator, also on a GPU worker."""
-    return _run(puzzle_id, kernel, mode, "sim")
-
-
-SIMULATOR_FAILURES = (Status.INCORRECT, Status.OOB_WRITE, Status.KERNEL_ERROR)   # the kernel's fault, not time
-
-
 @contextlib.contextmanager
 def _timed(phases: dict[str, float], name: str):
     """Adds the seconds of the ``with`` block to ``phases[name]``."""
@@ -233,25 +225,52 @@ def _timed(phases: dict[str, float], name: str):
         phases[name] = round(phases.get(name, 0.0) + time.monotonic() - start, 3)
 
 
-def checked_beyond_the_gpu(puzzle_id: str, kernel, run: GradeResult,
-                           phases: dict[str, float] | None = None) -> GradeResult:
-    """A correct GPU run held to two more checks, since a race or a read of memory no thread wrote can come out
-    right on a GPU by chance: the simulator's verdict on the same hidden cases (its shared and local memory
-    start as NaN, its threads run one at a time between barriers), then compute-sanitizer (`sanitizer_finding`).
-    Either failing makes the run incorrect, with its reason. ``phases`` gets each check's seconds (``simulator``,
-    ``sanitizer``)."""
+def _timed_call(phases: dict[str, float], name: str, function, *args):
+    with _timed(phases, name):
+        return function(*args)
+
+
+def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = None) -> GradeResult:
+    """The kernel's run on the GPU on the hidden cases, held, where its outputs are right, to two more checks,
+    since a race or a read of memory no thread wrote can come out right on a GPU by chance: the simulator's verdict
+    on hidden cases (its shared and local memory start as NaN, its threads run one at a time between barriers),
+    then compute-sanitizer's (`sanitizer_finding`, on a seed of its own; ``WORKSHOP_SANITIZE=off`` skips it).
+    Either failing makes the run incorrect, with its reason and the seed that shows it. The three run side by side
+    from the start (none depends on another's outcome); a check's outcome, or what it raised, is read only where
+    the ones before it passed, so a wrong kernel's grade is the GPU run's as if the checks had not run. ``phases``
+    gets each one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
     phases = {} if phases is None else phases
-    with _timed(phases, "simulator"):
-        sim = _limits_run(puzzle_id, kernel, "hidden")
-    if sim.status in SIMULATOR_FAILURES:
-        return dataclasses.replace(run, status=sim.status, case=sim.case, message=(
-            "right on the GPU, but not in numba-cuda's simulator, which fills memory no thread wrote with NaN and "
-            f"runs the threads one at a time between barriers (a race or an unwritten read): {sim.failure_line()}"))
-    if not settings.sanitize_enabled():
-        return run
-    with _timed(phases, "sanitizer"):
-        finding = sanitizer_finding(puzzle_id, *_source(kernel), run.seed)
-    return dataclasses.replace(run, status=Status.INCORRECT, message=finding) if finding else run
+    try:
+        source, name = _source(kernel)
+    except KernelSourceError as exc:
+        return GradeResult(puzzle_id, Status.REFUSED, str(exc), hidden=True, target="gpu")
+    if untouched_stub(source, name):
+        return run_source(puzzle_id, source, name, "hidden", "gpu")   # refused unrun: nothing to check
+    seed = hidden_seed()
+    with ThreadPoolExecutor(3, thread_name_prefix="gpu-checks") as pool:
+        running = pool.submit(_timed_call, phases, "gpu_run", run_source, puzzle_id, source, name, "hidden", "gpu")
+        simulated = pool.submit(_timed_call, phases, "simulator", _limits_run, puzzle_id, kernel, "hidden")
+        sanitized = (pool.submit(_timed_call, phases, "sanitizer", sanitizer_finding, puzzle_id, source, name, seed)
+                     if settings.sanitize_enabled() else None)
+        run = running.result()
+        if run.status not in CORRECT:
+            return run
+        sim = simulated.result()
+        if sim.status in SIMULATOR_FAILURES:
+            return dataclasses.replace(run, status=sim.status, case=sim.case, seed=sim.seed, message=(
+                "right on the GPU, but not in numba-cuda's simulator, which fills memory no thread wrote with NaN "
+                f"and runs the threads one at a time between barriers (a race or an unwritten read): "
+                f"{sim.failure_line()}"))
+        finding = sanitized.result() if sanitized is not None else ""
+    return dataclasses.replace(run, status=Status.INCORRECT, seed=seed, message=finding) if finding else run
+
+
+def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
+    """Access counts always come from the simulator, also on a GPU worker."""
+    return _run(puzzle_id, kernel, mode, "sim")
+
+
+SIMULATOR_FAILURES = (Status.INCORRECT, Status.OOB_WRITE, Status.KERNEL_ERROR)   # the kernel's fault, not time
 
 
 @functools.cache   # a tool's run that does not finish raises (`sanitizer.SanitizerFailed`): never cached
@@ -272,16 +291,16 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
 
 @hidden_test
 def grade_correctness(puzzle_id: str, kernel) -> None:
-    """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`. On the GPU also
-    `checked_beyond_the_gpu`. The result's ``phases``: the seconds of the run (``gpu_run`` or ``sim_run``) and of
+    """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`; on the GPU,
+    `checked_gpu_run`. The result's ``phases``: the seconds of the run (``gpu_run`` or ``sim_run``) and of
     each check after it, for the TA's log and `benchmarks.grading_time`."""
     title = catalogue.get(puzzle_id).title
     phases: dict[str, float] = {}
-    on = target()
-    with _timed(phases, f"{on}_run"):
-        run = _run(puzzle_id, kernel, "hidden", on)
-    if run.target == "gpu" and run.status in CORRECT:
-        run = checked_beyond_the_gpu(puzzle_id, kernel, run, phases)
+    if target() == "gpu":
+        run = checked_gpu_run(puzzle_id, kernel, phases)
+    else:
+        with _timed(phases, "sim_run"):
+            run = _run(puzzle_id, kernel, "hidden", "sim")
     run = dataclasses.replace(run, details=run.details | {"phases": phases})
     publish(run)
     if run.status not in CORRECT:

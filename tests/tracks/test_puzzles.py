@@ -231,17 +231,32 @@ def test_guard_band_catches_any_write_past_the_array_even_nan():
 RACY = sorted(SOLUTIONS.glob("racy/*.py"))
 
 
+def _gpu_run_taken_as(monkeypatch, gpu_run, seconds: float = 0.0) -> None:
+    """`checked_gpu_run`'s GPU run answered by ``gpu_run`` (after ``seconds``); the simulator's runs are real."""
+    real = puzzle_grade.run_source
+
+    def run_source(puzzle_id, source, name, mode, on):
+        if on == "gpu":
+            time.sleep(seconds)
+            return gpu_run
+        return real(puzzle_id, source, name, mode, on)
+    monkeypatch.setattr(puzzle_grade, "run_source", run_source)
+
+
 @pytest.mark.parametrize("path", RACY, ids=lambda p: p.stem)
 def test_a_racy_kernel_that_a_gpu_gets_right_by_chance_fails_on_a_gpu_worker(path, monkeypatch):
     """The GPU run is taken as correct (as the GPU measured it for these two patterns); the simulator's verdict on
-    the same hidden cases still fails it, before compute-sanitizer is needed."""
+    the same hidden cases still fails it, before compute-sanitizer's is read (none on this machine: it is not)."""
     (puzzle_id, source), = read_cells(path).items()
     kernel = run_cells(source)[catalogue.get(puzzle_id).kernel_name]
-    gpu_run = puzzle_grade.GradeResult(puzzle_id, puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
-    checked = puzzle_grade.checked_beyond_the_gpu(puzzle_id, kernel, gpu_run)
+    _gpu_run_taken_as(monkeypatch, puzzle_grade.GradeResult(puzzle_id, puzzle_grade.Status.OK, cases=3, seed=1,
+                                                            target="gpu"))
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer")
+    checked = puzzle_grade.checked_gpu_run(puzzle_id, kernel)
     assert checked.status == puzzle_grade.Status.INCORRECT and checked.target == "gpu"
     assert checked.message.startswith("right on the GPU, but not in numba-cuda's simulator, which fills memory no "
                                       "thread wrote with NaN"), checked.message
+    assert f"(hidden, seed {checked.seed})" in checked.message   # the seed that shows it: the simulator's
     assert expected_points(path) == {f"{puzzle_id}_correct": expected_points(path)[f"{puzzle_id}_correct"],
                                      f"{puzzle_id}_limits": expected_points(path)[f"{puzzle_id}_limits"]}
     assert expected_points(path)[f"{puzzle_id}_correct"].matches(0)
@@ -253,23 +268,51 @@ def test_a_clean_kernel_on_a_gpu_worker_goes_on_to_compute_sanitizer(monkeypatch
     from graders.cuda_engine.sanitizer import SanitizerMissing
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     gpu_run = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
+    _gpu_run_taken_as(monkeypatch, gpu_run)
     monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer")
     with pytest.raises(SanitizerMissing, match="compute-sanitizer was not found"):
-        puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run)
+        puzzle_grade.checked_gpu_run("matmul", kernel)
     monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
-    assert puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run) is gpu_run
+    assert puzzle_grade.checked_gpu_run("matmul", kernel) is gpu_run
 
 
-def test_the_checks_after_a_gpu_run_record_their_seconds(monkeypatch):
-    """`checked_beyond_the_gpu` adds each check's seconds to the phases it is handed: the simulator's re-run, then
-    compute-sanitizer's (a stand-in here that takes 0.2 s), which `grade_correctness` publishes beside the run's."""
+def test_a_wrong_gpu_run_is_graded_as_it_ran_whatever_the_checks_beside_it_found(monkeypatch):
+    """The checks start with the GPU run; where the run is wrong, their outcomes (a missing sanitizer here) are
+    never read: the grade is the run's."""
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    wrong = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.INCORRECT, "out[0] = 1, expected 2", cases=3,
+                                     case="case 1 of 3", seed=1, target="gpu")
+    _gpu_run_taken_as(monkeypatch, wrong)
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", "/nonexistent/compute-sanitizer")
+    assert puzzle_grade.checked_gpu_run("matmul", kernel) is wrong
+
+
+def test_a_sanitizer_finding_fails_the_run_with_the_seed_it_ran_on(monkeypatch):
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    _gpu_run_taken_as(monkeypatch, puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1,
+                                                            target="gpu"))
+    monkeypatch.setenv("WORKSHOP_SEED", "77")
+    seen = []
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: seen.append(args) or "racecheck found 1 hazard")
+    checked = puzzle_grade.checked_gpu_run("matmul", kernel)
+    assert checked.status == puzzle_grade.Status.INCORRECT and checked.message == "racecheck found 1 hazard"
+    assert checked.seed == 77 and seen[0][-1] == 77
+
+
+def test_the_checks_run_beside_the_gpu_run_and_record_their_seconds(monkeypatch):
+    """`checked_gpu_run` starts the simulator's re-run and compute-sanitizer's (a stand-in that takes 0.5 s) with
+    the GPU run (one that takes 0.5 s): they overlap, and each one's seconds go to the phases `grade_correctness`
+    publishes."""
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     gpu_run = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
-    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: time.sleep(0.2) or "")
-    phases = {"gpu_run": 1.0}
-    assert puzzle_grade.checked_beyond_the_gpu("matmul", kernel, gpu_run, phases) is gpu_run
-    assert list(phases) == ["gpu_run", "simulator", "sanitizer"] and phases["simulator"] > 0
-    assert 0.2 <= phases["sanitizer"] < 2
+    _gpu_run_taken_as(monkeypatch, gpu_run, seconds=0.5)
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: time.sleep(0.5) or "")
+    phases: dict[str, float] = {}
+    started = time.monotonic()
+    assert puzzle_grade.checked_gpu_run("matmul", kernel, phases) is gpu_run
+    assert sorted(phases) == ["gpu_run", "sanitizer", "simulator"] and phases["simulator"] > 0
+    assert 0.5 <= phases["gpu_run"] < 2 and 0.5 <= phases["sanitizer"] < 2
+    assert time.monotonic() - started < sum(phases.values()) - 0.3   # side by side, not one after another
 
 
 def test_the_puzzle_grader_imports_cuda_core_only_when_it_runs_the_sanitizer():
