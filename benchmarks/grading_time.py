@@ -4,9 +4,10 @@ this worker, each at the spec's own timing budget, with each kernel's phases (`g
     python -m benchmarks.grading_time --track gemm
     python -m benchmarks.grading_time --track transpose --submissions reference stub reference
 
-Prints, per submission, its wall time, its points and each kernel's phases, then the phases summed over the
-kernels (the rest of the wall time is nbgrader, the notebook's sandboxed run and the untimed hidden tests), and
-writes ``grading-time-<track>-<date-time>.json`` into the track's results folder. Needs a GPU for CUDA tracks.
+Prints, per submission, its wall time, its points and each kernel's phases and prepared work (sanitizer runs,
+ncu counts: done before the first timed test, side by side), then the phases summed over the kernels (the rest of
+the wall time is nbgrader, the notebook's sandboxed run and the untimed hidden tests), and writes
+``grading-time-<track>-<date-time>.json`` into the track's results folder. Needs a GPU for CUDA tracks.
 """
 from __future__ import annotations
 
@@ -43,6 +44,28 @@ def kernel_phases(course: Course, student: str) -> dict[str, dict[str, float]]:
     return found
 
 
+def preparations(course: Course, student: str) -> dict[str, dict[str, float]]:
+    """Each graded kernel's prepared work (`graders.cuda_engine.grade.prepare_together`), in seconds: each
+    sanitizer tool's run that decided its findings (``memcheck``, or ``memcheck batch of 8`` where one child
+    launched 8 kernels under it) and its counter rule's ncu counts (``ncu``, ``ncu reference``, the latter about 0
+    where the worker had it)."""
+    found = {}
+    for cell in graded_cells(course.autograded(student)):
+        for result in cell.metadata.get(RESULTS_KEY, {}).get("results", []):
+            split = {}
+            checked = result.get("sanitizer") or {}
+            if checked.get("prepared"):
+                batched = checked.get("batched", {})
+                split |= {(f"{tool} batch of {batched[tool]}" if tool in batched else tool): seconds
+                          for tool, seconds in checked.get("seconds", {}).items()}
+            counted = (result.get("counter") or {}).get("seconds")
+            if counted:
+                split |= {"ncu": counted["yours"], "ncu reference": counted["reference"]}
+            if split:
+                found[result["test"]] = split
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--track", required=True)
@@ -61,6 +84,9 @@ def main() -> None:
                 total.update(seconds)
                 print(f"  {kernel}: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
             summed = {k: round(v, 2) for k, v in total.most_common()}
+            prepared = preparations(grading.course, student)
+            for kernel, seconds in prepared.items():
+                print(f"  {kernel} prepared: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
             stages = [line.split("] ", 1)[-1] for line in grading.logs[student].splitlines()
                       if any(s in line for s in STAGE_LINES)]
             for line in stages:
@@ -69,7 +95,7 @@ def main() -> None:
                   f"summed: {summed}", flush=True)
             graded.append({"submission": submission, "seconds": grading.seconds[student],
                            "points": sum(scores.values()), "scores": scores, "kernel_phases": phases,
-                           "phases_summed": summed, "stages": stages})
+                           "phases_summed": summed, "preparations": prepared, "stages": stages})
     write_gpu_record(f"grading-time-{args.track}", f"nbgrader autograde of {args.track} submissions "
                      f"({', '.join(args.submissions)}) at the spec's timing budget, with each kernel's phases",
                      {"submissions": graded}, dists=("nbgrader",), folder=args.track)

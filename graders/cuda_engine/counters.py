@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 from graders import settings
@@ -216,16 +217,20 @@ def _store_count(key: str, counted: int) -> None:
 def measure(spec: AssignmentSpec, kernel: KernelSpec, request: dict, env: dict[str, str],
             timeout_s: float = TIMEOUT_S) -> dict:
     """The student's count and the ``relative_to`` reference's, both at the kernel's ``perf_shape``, the share of
-    the speed points they leave (``share``), and '' or why that is less than all of them (``failure``). Raises
+    the speed points they leave (``share``), the seconds of each count (``seconds``: the reference's is about 0 where
+    it was kept), and '' or why that is less than all of them (``failure``). Raises
     `ProfilerMissing` without ncu, `ProfilingFailed` when it counts nothing."""
     rule = kernel.counter
     naive = spec.kernel(rule.relative_to)
     shape = list(kernel.perf_shape)
+    started = time.monotonic()
     yours = count(request | {"shape": shape}, kernel.function, rule.metric, env, timeout_s)
+    counted = time.monotonic()
     theirs, cached = reference_count(request, naive, shape, rule.metric, env, timeout_s)
+    seconds = {"yours": round(counted - started, 3), "reference": round(time.monotonic() - counted, 3)}
     measured = {"metric": rule.metric, "ncu_metrics": list(METRICS[rule.metric][0]), "shape": shape,
                 "yours": yours, "reference": theirs, "reference_cached": cached, "relative_to": naive.id,
-                "at_most": rule.at_most, "share": counter_share(yours, theirs, rule.at_most)}
+                "at_most": rule.at_most, "share": counter_share(yours, theirs, rule.at_most), "seconds": seconds}
     return measured | {"failure": "" if measured["share"] == 1 else (
         f"its {METRICS[rule.metric][1]} (ncu, one launch at {_shape(shape)}): {yours:,}, against {theirs:,} for "
         f"the reference of step {naive.id}; all the speed points need at most {rule.at_most:g} x that "

@@ -77,6 +77,8 @@ def test_the_kernel_and_its_naive_reference_are_each_profiled_once_at_the_perf_s
     spec = load_spec("transpose")
     request = {"spec_path": str(spec.path), "kernel_id": "padded", "source": "src", "seed": 3}
     measured = counters.measure(spec, spec.kernel("padded"), request, {"PYTHONPATH": "x"})
+    seconds = measured.pop("seconds")
+    assert set(seconds) == {"yours", "reference"} and all(0 <= s < 5 for s in seconds.values())
     assert measured == {"metric": "shared_bank_conflicts", "ncu_metrics": [LD, ST], "shape": [8192, 8192],
                         "yours": 20_000, "reference": 16_400_000, "reference_cached": False, "relative_to": "tiled",
                         "at_most": 0.05, "share": 1.0, "failure": ""}
