@@ -22,12 +22,14 @@ CALLS = 10
 
 
 def split(judge: Judge, model, calls: int) -> dict:
-    """The grader's median time; the host's median part of a call (from the call to its return, no profiler
+    """The grader's median time, without and with the timed outputs kept for the check (as a submission's are:
+    `Judge.time`'s ``check``); the host's median part of a call (from the call to its return, no profiler
     running: the profiler's own host work is several times a call's); each kernel's mean device time a call,
     from separate calls under ``torch.profiler``."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     graded = judge.time(model, 0, calls, check=False)["median_s"]
+    checked = judge.time(model, 0, calls, check=True)["median_s"]   # as a submission is timed: outputs kept
     host, kernels = [], {}
     for n in range(calls):
         given = judge._clones(judge.inputs(1000 + n))
@@ -51,7 +53,7 @@ def split(judge: Judge, model, calls: int) -> dict:
             if event.device_type == torch.autograd.DeviceType.CUDA:
                 kernels.setdefault(event.name, []).append(event.device_time_total)
         del out
-    return {"graded_ms": graded * 1e3, "host_ms": statistics.median(host) * 1e3,
+    return {"graded_ms": graded * 1e3, "checked_ms": checked * 1e3, "host_ms": statistics.median(host) * 1e3,
             "kernels_us": {name: (len(times) / calls, sum(times) / calls) for name, times in kernels.items()}}
 
 
@@ -81,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         for kind, model in models.items():
             found = split(judge, model, args.calls)
             kernels_us = sum(total for _, total in found["kernels_us"].values())
-            print(f"{pid} {kind}: graded {found['graded_ms']:.4f} ms, host part of a call {found['host_ms']:.4f} ms, "
+            print(f"{pid} {kind}: graded {found['graded_ms']:.4f} ms (with every output kept for the check, as a "
+                  f"submission's: {found['checked_ms']:.4f} ms), host part of a call {found['host_ms']:.4f} ms, "
                   f"kernels {kernels_us / 1e3:.4f} ms")
             for name, (count, total) in sorted(found["kernels_us"].items(), key=lambda kv: -kv[1][1]):
                 print(f"    {total:9.1f} us  x{count:g}  {name[:100]}")
