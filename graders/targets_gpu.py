@@ -5,9 +5,9 @@ A spec whose ``targets = "measured"`` names the records they come from (``measur
 Speed ratios differ between GPU models (most where a kernel is bound by something else than the baseline is), so a
 grading on a model the targets were not measured on compares against another GPU's
 references: even a reference kernel may get only part of the speed points. Nothing here changes a grade:
-`gpu_curve` adds the GPUs to a result's ``details["curve"]``, `student_note` is the line the student's report adds
-and `ta_lines` the line the autograde log adds, once per track. A spec with provisional targets (no
-``measured_in``) says nothing. Only the graders' parent side imports this module (never a grading child: it is no
+`gpu_curve` adds the GPUs to a result's ``details["curve"]``, `student_note` is the line the student's report adds,
+`ta_lines` the line the autograde log adds, once per track, and `targets_note` what a notebook says of the targets.
+A spec with provisional targets (no ``measured_in``) names no GPU. Only the graders' parent side imports this module (never a grading child: it is no
 part of a measurement).
 """
 from __future__ import annotations
@@ -60,6 +60,15 @@ def other_gpu(curve: dict) -> tuple[list[str], str] | None:
 
 def _names(gpus: list[str]) -> str:
     return " and ".join(gpus)
+
+
+def targets_note(targets: str, measured_in: Iterable[str]) -> str:
+    """What a notebook's statement says after a kernel's speed targets: that provisional ones are provisional, and
+    on which GPU measured ones were measured (nothing where no record names one)."""
+    if targets == "provisional":
+        return " (provisional until measured on the grading GPU)"
+    gpus = measured_on(measured_in)
+    return f" (targets measured on {_names(list(gpus))})" if gpus else ""
 
 
 def student_note(curve: dict) -> str | None:

@@ -20,6 +20,7 @@ from graders import tracks
 from graders.model_engine.grade import CHECK_TRIALS
 from graders.model_engine.source import MAX_SOURCE_CHARS
 from graders.model_engine.spec import ModelProblem, ModelSpec, load_model_spec
+from graders.targets_gpu import targets_note
 
 SETUP = """import math
 
@@ -37,7 +38,7 @@ def statement(number: int, title: str, spec: ModelSpec, problem: ModelProblem, o
     track's ``problem.py`` holds it, the sizes, the tolerance and the points."""
     sizes = ", ".join(f"`{name}` = {value:,}" for name, value in problem.sizes.items())
     small = ", ".join(f"`{name}` = {value:,}" for name, value in problem.cpu_sizes.items())
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     model = tracks.get(spec.name).problem_module().SOURCES[problem.id].strip("\n")
     return "\n".join([
         f"## {number}. {title}", "",

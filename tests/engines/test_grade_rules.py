@@ -327,6 +327,14 @@ def test_a_missing_or_unreadable_record_is_skipped(tmp_path):
     assert result.details["curve"]["measured_on"] == [] and "note:" not in grade.report(result)
 
 
+def test_a_notebook_names_the_targets_gpu_or_says_they_are_provisional(tmp_path):
+    measured = measured_spec(tmp_path, H100, H200)
+    assert targets_gpu.targets_note(measured.targets, measured.measured_in) == (
+        f" (targets measured on {H100} and {H200})")
+    assert targets_gpu.targets_note("provisional", ()) == " (provisional until measured on the grading GPU)"
+    assert targets_gpu.targets_note("measured", [str(tmp_path / "gone.json")]) == ""
+
+
 def test_a_record_path_is_under_the_checkout(tmp_path, monkeypatch):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "r.json").write_text(json.dumps({"gpu": H100}))

@@ -17,6 +17,7 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.cuda_engine.structure import Check, load_structure
+from graders.targets_gpu import targets_note
 
 TRACK = "attention"
 TITLES = {"softmax_three_pass": "Softmax in three passes", "softmax_two_pass": "Softmax in two passes (online)",
@@ -75,7 +76,6 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 def _statement(number: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list[Check]) -> str:
     kind = problem(kernel.kind)
-    provisional = spec.targets == "provisional"
     g = kernel.geometry
     params = "".join(f", `{name}` = {value}" for name, value in g.params)
     work = kind.work(kernel.perf_shape)
@@ -91,7 +91,7 @@ def _statement(number: int, kernel: KernelSpec, spec: AssignmentSpec, checks: li
         f"* **Speed:** timed at {_shape(kernel.perf_shape)} ({amount} per launch); baseline: {kind.baseline_name}.",
         f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
         f"speed: full at {kernel.target:g} of the baseline's speed, none below {kernel.floor:g}"
-        + (" (provisional until measured on the grading GPU)." if provisional else "."),
+        + targets_note(spec.targets, spec.measured_in) + ".",
         *(f"* **Structure** ({c.points:g} point{'' if c.points == 1 else 's'}, from the compiled code): "
           + "; ".join(REQUIREMENTS[r][1] for r in c.require) + "." for c in checks),
         *([f"* **Compiled code:** {'; '.join(REQUIREMENTS[r][1] for r in kind.sass_requirements)}. A kernel "

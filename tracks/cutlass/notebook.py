@@ -15,6 +15,7 @@ from graders.cuda_engine.libraries import CUTLASS_VERSION
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
+from graders.targets_gpu import targets_note
 
 TRACK = "cutlass"
 
@@ -86,7 +87,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
     maps = "; ".join(f"`{m.operand}`'s, a box of " + " x ".join(str(defines.get(b, b)) for b in m.box)
                      + f" elements (innermost first: {', '.join(map(str, m.box))}), swizzle {m.swizzle}"
                      for m in kernel.launch.tensor_maps)
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     must = [REQUIREMENTS[r][1] for r in (*problem(kernel.kind).sass_requirements, *kernel.sass_requirements)]
     grid = ("a persistent grid of one block an SM (or one a tile where there are fewer tiles), "
             if kernel.launch.persistent else "")

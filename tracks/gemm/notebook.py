@@ -17,6 +17,7 @@ from graders import notebook as nb
 from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.cuda_engine.structure import load_structure
+from graders.targets_gpu import targets_note
 
 MULTIPLE_NOTE = ("**Sizes:** M is a multiple of {m}, N of {n} and K of 32 (no bounds checks needed; "
                  "every float4 is 16-byte aligned).")
@@ -91,7 +92,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list, t
         params = "".join(f", {k} = {v}" for k, v in g.params)
         launch = (f"**Launch:** {g.block[0]} x {g.block[1]} threads per block, a {g.tile[1]} x {g.tile[0]} tile "
                   f"of C per block{params}.")
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     lines = [f"## {n}. {title[:1].upper() + title[1:]}", "", rest[:1].upper() + rest[1:], "", "* " + launch,
              "* " + (MULTIPLE_NOTE.format(m=g.tile[1], n=g.tile[0]) if multiples else ANY_NOTE),
              f"* **Speed:** full marks at {kernel.target:g} of cuBLAS, none below {kernel.floor:g}{provisional}."]

@@ -19,6 +19,7 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.settings import ROOT
+from graders.targets_gpu import targets_note
 
 TRACK = "hopper"
 
@@ -153,7 +154,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
     title, _, rest = nb.leading_comment(kernel.reference.read_text()).partition(": ")
     what, _, hypothesis = rest.partition(" Hypothesis: ")
     hypothesis, _, _ = hypothesis.partition(" The launch")
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     must = [REQUIREMENTS[r][1] for r in (*problem(kernel.kind).sass_requirements, *kernel.sass_requirements)]
     lines = [f"## {n}. {title[:1].upper() + title[1:]}", "", what[:1].upper() + what[1:], "",
              f"**Hypothesis:** {hypothesis}", "",

@@ -24,6 +24,7 @@ from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.quiz_engine.grade import right_answer
 from graders.quiz_engine.notebook import answer_literal, form
 from graders.quiz_engine.questions import REFERENCE_STUDENT, Question
+from graders.targets_gpu import targets_note
 
 TRACK = "nvfp4"
 
@@ -129,7 +130,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec) -> str:
     splits = g.tile[0] // 256
     share = f", {splits} blocks (a cluster of {kernel.launch.cluster[0]}) sharing each row's K" if splits > 1 else ""
     arch = f", compiled for {kernel.launch.arch}" if kernel.launch.arch else ""
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     must = [REQUIREMENTS[r][1] for r in (*problem(kernel.kind).sass_requirements, *kernel.sass_requirements)]
     return "\n".join([
         f"## {n}. {title[:1].upper() + title[1:]}", "", what[:1].upper() + what[1:], "",

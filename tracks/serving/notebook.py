@@ -19,6 +19,7 @@ from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.quiz_engine.grade import right_answer
 from graders.quiz_engine.notebook import answer_literal, form
 from graders.quiz_engine.questions import REFERENCE_STUDENT, Numeric, Question
+from graders.targets_gpu import targets_note
 
 TRACK = "serving"
 TITLES = {"rmsnorm": "RMSNorm fused with the residual add", "swiglu": "SwiGLU fused",
@@ -157,7 +158,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, first: bool) ->
     _, _, rest = nb.leading_comment(kernel.reference.read_text()).partition(": ")
     what, _, hypothesis = rest.partition(" Hypothesis: ")
     hypothesis, _, launch = hypothesis.partition(" The launch: ")
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     rtol = module.GEMV_RTOL if kernel.kind == "w4a16_gemv" else module.FUSED_RTOL
     lines = [f"## {n}. {TITLES[kernel.id]}", ""]
     if first:

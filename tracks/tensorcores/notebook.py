@@ -17,6 +17,7 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.sass import REQUIREMENTS
 from graders.cuda_engine.spec import AssignmentSpec, KernelSpec, load_spec
 from graders.cuda_engine.structure import load_structure
+from graders.targets_gpu import targets_note
 
 TRACK = "tensorcores"
 
@@ -87,7 +88,7 @@ def _statement(n: int, kernel: KernelSpec, spec: AssignmentSpec, checks: list, f
     hypothesis, _, after = hypothesis.partition(" The launch")
     g = kernel.geometry
     params = "".join(f", {k} = {v}" for k, v in g.params)
-    provisional = " (provisional until measured on the grading GPU)" if spec.targets == "provisional" else ""
+    provisional = targets_note(spec.targets, spec.measured_in)
     lines = [f"## {n}. {title[:1].upper() + title[1:]}", "", what[:1].upper() + what[1:], "",
              f"**Hypothesis:** {hypothesis}", "",
              f"* **Launch:** {g.block[0]} x {g.block[1]} threads per block, a {g.tile[1]} x {g.tile[0]} tile of C "

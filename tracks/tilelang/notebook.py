@@ -18,6 +18,7 @@ from graders import notebook as nb
 from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import KernelSpec
 from graders.tilelang_engine.spec import load_tilelang_spec
+from graders.targets_gpu import targets_note
 
 TRACK = "tilelang"
 TITLES = {"matmul_fp16": "GEMM, fp16 in, fp32 accumulate", "softmax": "Fused row softmax"}
@@ -82,7 +83,7 @@ def _leading_comment(reference: str) -> str:
     return " ".join(lines)
 
 
-def _statement(number: int, kernel: KernelSpec, provisional: bool) -> str:
+def _statement(number: int, kernel: KernelSpec, note: str) -> str:
     kind = problem(kernel.kind, TRACK)
     perf = kernel.perf_shape
     size = (f"{kind.work(perf) / 2**20:,.0f} MiB moved" if kind.work_unit == "B" else
@@ -98,7 +99,7 @@ def _statement(number: int, kernel: KernelSpec, provisional: bool) -> str:
         "launch).",
         f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
         f"speed: full at {kernel.target:g} of {kind.baseline_name}'s speed, none below {kernel.floor:g}"
-        + (" (provisional until measured on the grading GPU)." if provisional else "."),
+        + note + ".",
     ])
 
 
@@ -127,6 +128,6 @@ def build() -> nbformat.NotebookNode:
     spec = load_tilelang_spec(TRACK)
     cells = [nb.markdown(INTRO.format(count=len(spec.kernels))), nb.locked(SETUP, "setup")]
     for number, kernel in enumerate(spec.kernels.values(), start=1):
-        cells.append(nb.markdown(_statement(number, kernel, spec.targets == "provisional")))
+        cells.append(nb.markdown(_statement(number, kernel, targets_note(spec.targets, spec.measured_in))))
         cells += _cells(kernel)
     return nb.notebook(cells)

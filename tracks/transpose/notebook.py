@@ -11,6 +11,7 @@ import nbformat
 
 from graders import notebook as nb
 from graders.cuda_engine.spec import KernelSpec, load_spec
+from graders.targets_gpu import targets_note
 
 INTRO = """# The transpose ladder
 
@@ -48,13 +49,13 @@ STEPS = {
 }
 
 
-def _statement(n: int, kernel: KernelSpec) -> str:
+def _statement(n: int, kernel: KernelSpec, note: str) -> str:
     g = kernel.geometry
     title, text = STEPS[kernel.id]
     text = text.format(id=kernel.id, bx=g.block[0], by=g.block[1], tx=g.tile[0], ty=g.tile[1],
                        per=g.elements_per_thread, padded=g.tile[0] + 1)
     return (f"## {n}. {title}\n\n{text}\n\n"
-            f"* speed: full marks at {kernel.target:g} of the copy's speed, none below {kernel.floor:g}")
+            f"* speed: full marks at {kernel.target:g} of the copy's speed, none below {kernel.floor:g}{note}")
 
 
 def build() -> nbformat.NotebookNode:
@@ -63,7 +64,7 @@ def build() -> nbformat.NotebookNode:
     cells = [nb.markdown(INTRO.format(correct=correct)),
              nb.locked("from graders.cuda_engine.grade import assert_compiles, check, score", "setup")]
     for n, (kid, kernel) in enumerate(spec.kernels.items(), start=1):
-        cells.append(nb.markdown(_statement(n, kernel)))
+        cells.append(nb.markdown(_statement(n, kernel, targets_note(spec.targets, spec.measured_in))))
         if kernel.student_geometry:
             g = kernel.geometry
             cells += nb.cuda_kernel_cells("transpose", kernel, extra=f"{kid}_block = {g.block}\n{kid}_tile = {g.tile}",

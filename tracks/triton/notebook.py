@@ -18,6 +18,7 @@ from graders.cuda_engine.problems import problem
 from graders.cuda_engine.spec import KernelSpec
 from graders.triton_engine.kernel_source import MAX_AUTOTUNE_CONFIGS
 from graders.triton_engine.spec import AUTOTUNE, ROW, Launch, TritonSpec, load_triton_spec
+from graders.targets_gpu import targets_note
 
 TRACK = "triton"
 TITLES = {"add": "Vector add", "softmax": "Fused row softmax", "layernorm": "Layer norm (forward)",
@@ -99,7 +100,7 @@ def _leading_comment(reference: str) -> str:
     return " ".join(lines)
 
 
-def _statement(number: int, kernel: KernelSpec, launch: Launch, provisional: bool) -> str:
+def _statement(number: int, kernel: KernelSpec, launch: Launch, note: str) -> str:
     kind = problem(kernel.kind, "triton")
     perf = kernel.perf_shape
     return "\n".join([
@@ -114,7 +115,7 @@ def _statement(number: int, kernel: KernelSpec, launch: Launch, provisional: boo
            f"{kind.work(perf) / 1e9:,.0f} G{kind.work_unit}") + " per launch).",
         f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
         f"speed: full at {kernel.target:g} of {kind.baseline_name}'s speed, none below {kernel.floor:g}"
-        + (" (provisional until measured on the grading GPU)." if provisional else "."),
+        + note + ".",
     ])
 
 
@@ -146,6 +147,6 @@ def build() -> nbformat.NotebookNode:
     cells = [nb.markdown(INTRO.format(count=len(spec.assignment.kernels))), nb.locked(SETUP, "setup")]
     for number, kid in enumerate(spec.assignment.kernels, start=1):
         cells.append(nb.markdown(_statement(number, spec.kernel(kid), spec.launches[kid],
-                                            spec.assignment.targets == "provisional")))
+                                            targets_note(spec.assignment.targets, spec.assignment.measured_in))))
         cells += _cells(spec, kid)
     return nb.notebook(cells)

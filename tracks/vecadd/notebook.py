@@ -14,6 +14,7 @@ from graders.cuda_engine.problems import Problem, problem
 from graders.cuda_engine.spec import KernelSpec, load_spec
 from graders.notebook import (CUDA_CHECK_CELL, CUDA_LANGUAGE, cuda_kernel_cells, leading_comment, locked, markdown,
                               notebook)
+from graders.targets_gpu import targets_note
 
 TRACK = "vecadd"
 KIND = "vecadd"
@@ -54,7 +55,7 @@ def _launch(kernel: KernelSpec) -> str:
             f"and {tile} elements, give {per_thread}.")
 
 
-def _statement(number: int, kernel: KernelSpec, kind: Problem, provisional: bool) -> str:
+def _statement(number: int, kernel: KernelSpec, kind: Problem, note: str) -> str:
     baseline = f"`{kind.baseline_name}`"
     n = kernel.perf_shape[0]
     return "\n".join([
@@ -65,7 +66,7 @@ def _statement(number: int, kernel: KernelSpec, kind: Problem, provisional: bool
         f"* **Speed:** timed at n = {n:,} ({kind.work((n,)) / 2**20:,.0f} MiB moved per launch).",
         f"* **Points:** {kernel.points_correct:g} for a correct kernel, up to {kernel.points_perf:g} more for "
         f"speed: full at {kernel.target:g} of {baseline}'s speed, none below {kernel.floor:g}"
-        + (" (provisional until measured on the grading GPU)." if provisional else "."),
+        + note + ".",
     ])
 
 
@@ -76,7 +77,7 @@ def build() -> nbformat.NotebookNode:
                                    baseline=f"`{kind.baseline_name}`")),
              locked(SETUP, "setup")]
     for number, (kid, kernel) in enumerate(spec.kernels.items(), start=1):
-        cells.append(markdown(_statement(number, kernel, kind, spec.targets == "provisional")))
+        cells.append(markdown(_statement(number, kernel, kind, targets_note(spec.targets, spec.measured_in))))
         if kernel.student_geometry:
             g = kernel.geometry
             cells += cuda_kernel_cells(TRACK, kernel, extra=f"{kid}_block = {g.block}\n{kid}_tile = {g.tile}",
