@@ -25,8 +25,8 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    synchronised again (work on any stream is inside the time), the end event. On the CPU (tests only:
    CPU times say nothing about a GPU kernel) ``time.perf_counter_ns`` around the call; eager CPU operators
    return when their result is written. Every timed output of the submission is copied out after its timer
-   stopped and checked afterwards against the reference on the same inputs, so a call that is fast because it
-   is wrong is found. The medians give the speed-ups (reference / submission, the parent's division),
+   stopped and checked against the reference on the same inputs before the next call (the reference runs after
+   the submission's call, on clones of its own), so a call that is fast because it is wrong is found. The medians give the speed-ups (reference / submission, the parent's division),
    KernelBench's fast_p inputs.
 
 The answer's ``phases`` has the seconds of each phase that ran (`Clock`), for the TA's autograde log and
@@ -275,18 +275,21 @@ class Judge:
 
     def time(self, model, first: int, runs: int, check: bool) -> dict:
         """Median seconds of ``runs`` calls of ``model``, each on fresh inputs (calls ``first``, ``first + 1``, ...);
-        with ``check``, every timed output is checked against the reference afterwards."""
+        with ``check``, each timed output is checked against the reference on the same inputs once its timer has
+        stopped, before the next call: no output is kept across calls, so a checked model is timed in a process
+        like an unchecked one's (kept host copies grew it call by call, and slowed the calls after them)."""
         for n in range(WARMUP_CALLS):
             self._timed_call(model, self.inputs(first + n))
-        seconds, outputs = [], []
+        seconds = []
         for n in range(runs):
-            taken, out = self._timed_call(model, self.inputs(first + WARMUP_CALLS + n))
+            inputs = self.inputs(first + WARMUP_CALLS + n)
+            taken, out = self._timed_call(model, inputs)
             seconds.append(taken)
-            if check:
-                outputs.append(self._host(out))   # after the timer stopped
+            got = self._host(out) if check else None
             del out
-        for n, got in enumerate(outputs):
-            self.compare(got, self.expected(self.inputs(first + WARMUP_CALLS + n)), f"timed call {n + 1}")
+            if check:
+                self.compare(got, self.expected(inputs), f"timed call {n + 1}")
+            del got
         return {"median_s": statistics.median(seconds), "min_s": min(seconds), "runs": runs}
 
 

@@ -36,7 +36,6 @@ def generator(seed: int = 0) -> torch.Generator:
 
 def test_every_kernel_names_a_kind_of_this_track():
     assert {k.kind for k in SPEC.kernels.values()} == {p.kind for p in attention.PROBLEMS}
-    assert SPEC.targets == "provisional"   # set under one grading on the H200 each, not from regrades
 
 
 @pytest.mark.parametrize("kernel_id", list(SPEC.kernels))
