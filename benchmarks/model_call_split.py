@@ -22,14 +22,14 @@ CALLS = 10
 
 
 def split(judge: Judge, model, calls: int) -> dict:
-    """The grader's median time, without and with the timed outputs kept for the check (as a submission's are:
-    `Judge.time`'s ``check``); the host's median part of a call (from the call to its return, no profiler
+    """The grader's median time, without and with each timed output checked (as a submission's are: `Judge.time`'s
+    ``check``); the host's median part of a call (from the call to its return, no profiler
     running: the profiler's own host work is several times a call's); each kernel's mean device time a call,
     from separate calls under ``torch.profiler``."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     graded = judge.time(model, 0, calls, check=False)["median_s"]
-    checked = judge.time(model, 0, calls, check=True)["median_s"]   # as a submission is timed: outputs kept
+    checked = judge.time(model, 0, calls, check=True)["median_s"]   # as a submission is timed
     host, kernels = [], {}
     for n in range(calls):
         given = judge._clones(judge.inputs(1000 + n))
@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         for kind, model in models.items():
             found = split(judge, model, args.calls)
             kernels_us = sum(total for _, total in found["kernels_us"].values())
-            print(f"{pid} {kind}: graded {found['graded_ms']:.4f} ms (with every output kept for the check, as a "
-                  f"submission's: {found['checked_ms']:.4f} ms), host part of a call {found['host_ms']:.4f} ms, "
+            print(f"{pid} {kind}: graded {found['graded_ms']:.4f} ms (with each output checked, as a submission's: "
+                  f"{found['checked_ms']:.4f} ms), host part of a call {found['host_ms']:.4f} ms, "
                   f"kernels {kernels_us / 1e3:.4f} ms")
             for name, (count, total) in sorted(found["kernels_us"].items(), key=lambda kv: -kv[1][1]):
                 print(f"    {total:9.1f} us  x{count:g}  {name[:100]}")
