@@ -7,8 +7,8 @@ grading on a model the targets were not measured on compares against another GPU
 references: even a reference kernel may get only part of the speed points. Nothing here changes a grade:
 `gpu_curve` adds the GPUs to a result's ``details["curve"]``, `student_note` is the line the student's report adds,
 `ta_lines` the line the autograde log adds, once per track, and `targets_note` what a notebook says of the targets.
-A spec with provisional targets (no ``measured_in``) names no GPU. Only the graders' parent side imports this module (never a grading child: it is no
-part of a measurement).
+A spec with provisional targets (no ``measured_in``) names no GPU. Only the graders' parent side and the notebook
+builders import this module (never a grading child: it is no part of a measurement).
 """
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    CPU times say nothing about a GPU kernel) ``time.perf_counter_ns`` around the call; eager CPU operators
    return when their result is written. Every timed output of the submission is copied out after its timer
    stopped and checked against the reference on the same inputs before the next call (the reference runs after
-   the submission's call, on clones of its own), so a call that is fast because it is wrong is found. The medians give the speed-ups (reference / submission, the parent's division),
-   KernelBench's fast_p inputs.
+   the submission's call, on clones of its own), so a call that is fast because it is wrong is found. The
+   medians give the speed-ups (reference / submission, the parent's division), KernelBench's fast_p inputs.
 
 The answer's ``phases`` has the seconds of each phase that ran (`Clock`), for the TA's autograde log and
 `benchmarks.grading_time`: ``setup`` (torch imported, the reference built on the device: CUDA's start), ``load`` (the

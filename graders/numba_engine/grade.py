@@ -35,9 +35,9 @@ the next call runs a child again. `sanitizer_finding` keeps only findings of run
 
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
 simulator, whose verdict on the outputs and compute-sanitizer's also decide correctness there
-(`checked_gpu_run`, the three side by side; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in one simulator
-child. ``WORKSHOP_TARGET`` forces one; by default the GPU is
-used when one is found (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` is not set.
+(`checked_gpu_run`, the three side by side; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in
+one simulator child. ``WORKSHOP_TARGET`` forces one; by default the GPU is used when one is found
+(`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` is not set.
 """
 from __future__ import annotations
 

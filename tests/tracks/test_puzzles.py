@@ -293,7 +293,8 @@ def test_a_sanitizer_finding_fails_the_run_with_the_seed_it_ran_on(monkeypatch):
                                                             target="gpu"))
     monkeypatch.setenv("WORKSHOP_SEED", "77")
     seen = []
-    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: seen.append(args) or "racecheck found 1 hazard")
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding",
+                        lambda *args: seen.append(args) or "racecheck found 1 hazard")
     checked = puzzle_grade.checked_gpu_run("matmul", kernel)
     assert checked.status == puzzle_grade.Status.INCORRECT and checked.message == "racecheck found 1 hazard"
     assert checked.seed == 77 and seen[0][-1] == 77
