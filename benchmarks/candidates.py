@@ -9,7 +9,8 @@ table set in a copy of the spec (``params={ BK = 64, STAGES = 3 }``, ``dynamic_s
 ``perf_shape=[8192, 8192, 8192]``, ``tensor_maps=[...]``). Each case is graded by the grader's own `grade_kernel`
 in its own child (correct at every check shape, then timed against the track's baseline at the spec's perf_shape;
 no sanitizer, no counter rules), the list ``--repeat`` times in order, one line a case. Compare ratios within one
-call only: the baseline moves between calls and cards.
+call only: the baseline moves between calls and cards. With ``--launch-once SHAPE`` each case is only launched once
+at SHAPE, for a profiler (``bash benchmarks/gpu_trusted.sh profile-cases``).
 """
 from __future__ import annotations
 
@@ -69,6 +70,15 @@ def grade_case(case: Case, folder: Path, budget_s: float) -> str:
     return one_line(records.kernel_row(result))
 
 
+def launch_case(case: Case, folder: Path, shape: tuple[int, ...]) -> None:
+    """The case's kernel compiled as its spec copy says and launched once at ``shape`` (what ncu profiles in
+    ``gpu_trusted.sh profile-cases``); no check, no timing."""
+    from graders.cuda_engine.launch_child import launch_once
+    kernel = load_spec(spec_with(case, folder)).kernel(case.kernel)
+    source = (case.source_file or kernel.reference).read_text()
+    launch_once(kernel, kernel.geometry, source, shape, seed=1)
+
+
 def one_line(row: dict) -> str:
     """A reference row's status (`workshop.records.kernel_row`), and its rate and ratio to the baseline where it was
     timed, else the grader's message."""
@@ -77,14 +87,21 @@ def one_line(row: dict) -> str:
     return f"{row['status']} {row['message'][:160]}"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget-s", type=float, default=1.0, help="timing budget of each grading")
     parser.add_argument("--repeat", type=int, default=1, help="grade the list this many times, in order")
+    parser.add_argument("--launch-once", metavar="SHAPE", help="only launch each case once at SHAPE (e.g. "
+                        "4096x32768), under a profiler: no check, no timing")
     parser.add_argument("cases", nargs="+", metavar="CASE")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     cases = [parse_case(text) for text in args.cases]
     folder = Path(tempfile.mkdtemp(prefix="candidates-"))
+    if args.launch_once:
+        shape = tuple(int(n) for n in args.launch_once.split("x"))
+        for case in cases:
+            launch_case(case, folder, shape)
+        return 0
     for _ in range(args.repeat):
         for text, case in zip(args.cases, cases):
             print(f"{text}: {grade_case(case, folder, args.budget_s)}", flush=True)

@@ -54,6 +54,9 @@
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
 #                                              # against; profiles kernels named like NCU_KERNELS (a regex)
+#   NCU_KERNELS=REGEX bash benchmarks/gpu_trusted.sh profile-cases SHAPE CASE...   # the same sections of candidate
+#                                              # kernels (benchmarks/candidates.py's CASEs, e.g. nvfp4:registers:
+#                                              # .sweep/k.cu;tile=[512, 16]), each launched once at SHAPE
 #   bash benchmarks/gpu_trusted.sh TRACK [K]   # a CUDA track (transpose, gemm, vecadd...) through nbgrader:
 #                                              # reference, stub, every known-wrong solution (transpose also: a
 #                                              # correct-but-slow submission and the score/timer forger); K, a
@@ -244,6 +247,16 @@ case "${1:-cases}" in
     timeout 300 "$ncu" --clock-control none "${sections[@]/#/--section=}" -k "regex:${NCU_KERNELS:-flash|attention}" \
       python3 -m workshop.ncu --baseline "$track" "$shape" "$@" > "$text" 2>&1 || rc=1
     echo "[gpu_trusted] profile $track $shape: $(grep -c 'Section: GPU Speed Of Light' "$text") kernels"
+    exit $rc ;;
+  profile-cases)
+    [ $# -ge 3 ] && [ -n "${NCU_KERNELS:-}" ] || { echo "usage: NCU_KERNELS=REGEX $0 profile-cases SHAPE CASE..." >&2; exit 2; }
+    shape=$2; shift 2
+    track=${1%%:*} && text=$(logfile "$track" "$track-ncu-cases-$shape") && text=${text%.log}.txt
+    ncu=$(python3 -c "from graders.cuda_engine.sass import find_tool; print(find_tool('ncu') or 'ncu')")
+    sections=($(python3 -c "from workshop.ncu import PROFILE_SECTIONS; print(*PROFILE_SECTIONS)"))
+    WORKSHOP_SANDBOX=off timeout "${STAGE_LIMIT_S:-300}" "$ncu" --clock-control none "${sections[@]/#/--section=}" \
+      -k "regex:$NCU_KERNELS" python3 -m benchmarks.candidates --launch-once "$shape" "$@" > "$text" 2>&1 || rc=1
+    echo "[gpu_trusted] profile-cases $shape: $(grep -c 'Section: GPU Speed Of Light' "$text") kernels"
     exit $rc ;;
   transpose)
     run transpose transpose-nbgrader-gpu 560 -m gpu tests/gpu/test_tracks_nbgrader_gpu.py \

@@ -50,3 +50,23 @@ def test_one_line_a_case():
            "baseline": "cuBLAS"}
     assert one_line(row) == "ok 705 TFLOP/s, 0.991 of cuBLAS"
     assert one_line({"status": "incorrect", "message": "at shape 1x1x1: wrong"}) == "incorrect at shape 1x1x1: wrong"
+
+
+def test_launch_once_launches_each_case_as_its_spec_copy_says(tmp_path, monkeypatch):
+    """``--launch-once SHAPE`` (for ncu: `gpu_trusted.sh profile-cases`) launches each case once, with its spec
+    copy's geometry and its candidate's source, at SHAPE; nothing is graded."""
+    import benchmarks.candidates as candidates
+    from graders.cuda_engine import launch_child
+    launched = []
+    monkeypatch.setattr(launch_child, "launch_once", lambda kernel, geometry, source, shape, seed:
+                        launched.append((kernel, geometry, source, shape)))
+    monkeypatch.setattr(candidates, "grade_case", lambda *args: pytest.fail("--launch-once grades nothing"))
+    candidate = tmp_path / "k.cu"
+    candidate.write_text("// a candidate")
+    assert candidates.main(["--launch-once", "4096x32768", f"nvfp4:registers:{candidate};tile=[512, 16];cluster=[2, 1]",
+                            "nvfp4:registers"]) == 0
+    (kernel, geometry, source, shape), (_, reference_geometry, reference, _) = launched
+    assert kernel.function == "nvfp4_registers" and shape == (4096, 32768) and source == "// a candidate"
+    registers = load_spec("nvfp4").kernel("registers")
+    assert geometry.tile == (512, 16) and reference_geometry.tile == registers.geometry.tile
+    assert reference == registers.reference.read_text()
