@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from graders import tracks
-from graders.autograde import RESULTS_KEY, graded_cells
+from graders.autograde import graded_cells, stored_results
 from workshop.course import Autograding, Course
 from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers, reference_answers
@@ -34,35 +34,35 @@ def answers_of(track: str, submission: str) -> dict[str, str]:
     return reference_answers() if tracks.get(track).engine == "numba" else cuda_answers(track)
 
 
-def kernel_phases(course: Course, student: str) -> dict[str, dict[str, float]]:
-    """Each graded kernel's phases, from the autograded notebook's results (`graders.autograde.TrustedGrades`)."""
-    found = {}
-    for cell in graded_cells(course.autograded(student)):
-        for result in cell.metadata.get(RESULTS_KEY, {}).get("results", []):
-            if result.get("phases"):
-                found[result["test"]] = result["phases"]
-    return found
+def graded_results(course: Course, student: str) -> list[dict]:
+    """What the trusted grader stored in the autograded notebook's graded cells (`graders.autograde.TrustedGrades`):
+    a result a graded kernel."""
+    return [result for cell in graded_cells(course.autograded(student)) for result in stored_results(cell)]
 
 
-def preparations(course: Course, student: str) -> dict[str, dict[str, float]]:
+def kernel_phases(results: list[dict]) -> dict[str, dict[str, float]]:
+    """Each graded kernel's phases."""
+    return {result["test"]: result["phases"] for result in results if result.get("phases")}
+
+
+def preparations(results: list[dict]) -> dict[str, dict[str, float]]:
     """Each graded kernel's prepared work (`graders.cuda_engine.grade.prepare_together`), in seconds: each
     sanitizer tool's run that decided its findings (``memcheck``, or ``memcheck batch of 8`` where one child
     launched 8 kernels under it) and its counter rule's ncu counts (``ncu``, ``ncu reference``, the latter about 0
     where the worker had it)."""
     found = {}
-    for cell in graded_cells(course.autograded(student)):
-        for result in cell.metadata.get(RESULTS_KEY, {}).get("results", []):
-            split = {}
-            checked = result.get("sanitizer") or {}
-            if checked.get("prepared"):
-                batched = checked.get("batched", {})
-                split |= {(f"{tool} batch of {batched[tool]}" if tool in batched else tool): seconds
-                          for tool, seconds in checked.get("seconds", {}).items()}
-            counted = (result.get("counter") or {}).get("seconds")
-            if counted:
-                split |= {"ncu": counted["yours"], "ncu reference": counted["reference"]}
-            if split:
-                found[result["test"]] = split
+    for result in results:
+        split = {}
+        checked = result.get("sanitizer") or {}
+        if checked.get("prepared"):
+            batched = checked.get("batched", {})
+            split |= {(f"{tool} batch of {batched[tool]}" if tool in batched else tool): seconds
+                      for tool, seconds in checked.get("seconds", {}).items()}
+        counted = (result.get("counter") or {}).get("seconds")
+        if counted:
+            split |= {"ncu": counted["yours"], "ncu reference": counted["reference"]}
+        if split:
+            found[result["test"]] = split
     return found
 
 
@@ -78,13 +78,14 @@ def main() -> None:
         for i, submission in enumerate(args.submissions):
             student = f"{submission}{i}"
             scores = grading.grade(student, answers_of(args.track, submission))
-            phases = kernel_phases(grading.course, student)
+            results = graded_results(grading.course, student)
+            phases = kernel_phases(results)
             total = Counter()
             for kernel, seconds in phases.items():
                 total.update(seconds)
                 print(f"  {kernel}: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
             summed = {k: round(v, 2) for k, v in total.most_common()}
-            prepared = preparations(grading.course, student)
+            prepared = preparations(results)
             for kernel, seconds in prepared.items():
                 print(f"  {kernel} prepared: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
             stages = [line.split("] ", 1)[-1] for line in grading.logs[student].splitlines()

@@ -215,6 +215,14 @@ def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
     return GradeResult(puzzle.id, status, message, hidden=mode == "hidden", seed=seed, target=on, details=rerun)
 
 
+def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
+    """Access counts always come from the simulator, also on a GPU worker."""
+    return _run(puzzle_id, kernel, mode, "sim")
+
+
+SIMULATOR_FAILURES = (Status.INCORRECT, Status.OOB_WRITE, Status.KERNEL_ERROR)   # the kernel's fault, not time
+
+
 @contextlib.contextmanager
 def _timed(phases: dict[str, float], name: str):
     """Adds the seconds of the ``with`` block to ``phases[name]``."""
@@ -263,14 +271,6 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
                 f"{sim.failure_line()}"))
         finding = sanitized.result() if sanitized is not None else ""
     return dataclasses.replace(run, status=Status.INCORRECT, seed=seed, message=finding) if finding else run
-
-
-def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
-    """Access counts always come from the simulator, also on a GPU worker."""
-    return _run(puzzle_id, kernel, mode, "sim")
-
-
-SIMULATOR_FAILURES = (Status.INCORRECT, Status.OOB_WRITE, Status.KERNEL_ERROR)   # the kernel's fault, not time
 
 
 @functools.cache   # a tool's run that does not finish raises (`sanitizer.SanitizerFailed`): never cached

@@ -2,7 +2,7 @@
 timing`): each kernel's prepared work, the sanitizer's runs and the counter rule's ncu counts, in seconds."""
 import nbformat
 
-from benchmarks.grading_time import preparations
+from benchmarks.grading_time import graded_results, preparations
 from graders.autograde import RESULTS_KEY
 
 
@@ -22,5 +22,5 @@ def test_each_kernels_sanitizer_runs_and_ncu_counts_are_read_with_their_seconds(
                                                        "batched": {"memcheck": 8}},
                 "counter": {"yours": 10, "reference": 20, "seconds": {"yours": 9.1, "reference": 0.0}}}
     inline = {"test": "decode", "sanitizer": {"seconds": {"memcheck": 4.0}}}   # its test ran the tool itself
-    assert preparations(_Course([prepared, inline]), "s") == {
+    assert preparations(graded_results(_Course([prepared, inline]), "s")) == {
         "flash_causal": {"memcheck batch of 8": 6.2, "racecheck": 7.5, "ncu": 9.1, "ncu reference": 0.0}}
