@@ -244,9 +244,10 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     on hidden cases (its shared and local memory start as NaN, its threads run one at a time between barriers),
     then compute-sanitizer's (`sanitizer_finding`, on a seed of its own; ``WORKSHOP_SANITIZE=off`` skips it).
     Either failing makes the run incorrect, with its reason and the seed that shows it. The three run side by side
-    from the start (none depends on another's outcome); a check's outcome, or what it raised, is read only where
-    the ones before it passed, so a wrong kernel's grade is the GPU run's as if the checks had not run. ``phases``
-    gets each one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
+    from the start (none depends on another's outcome): the GPU run and the sanitizer in threads of their own, the
+    simulator in this thread, whose session (the trusted grader's) answers it with a fork. A check's outcome, or
+    what it raised, is read only where the ones before it passed, so a wrong kernel's grade is the GPU run's as if
+    the checks had not run. ``phases`` gets each one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
     phases = {} if phases is None else phases
     try:
         source, name = _source(kernel)
@@ -255,15 +256,20 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     if untouched_stub(source, name):
         return run_source(puzzle_id, source, name, "hidden", "gpu")   # refused unrun: nothing to check
     seed = hidden_seed()
-    with ThreadPoolExecutor(3, thread_name_prefix="gpu-checks") as pool:
+    with ThreadPoolExecutor(2, thread_name_prefix="gpu-checks") as pool:
         running = pool.submit(_timed_call, phases, "gpu_run", run_source, puzzle_id, source, name, "hidden", "gpu")
-        simulated = pool.submit(_timed_call, phases, "simulator", _limits_run, puzzle_id, kernel, "hidden")
         sanitized = (pool.submit(_timed_call, phases, "sanitizer", sanitizer_finding, puzzle_id, source, name, seed)
                      if settings.sanitize_enabled() else None)
+        sim_error: Exception | None = None
+        try:
+            sim = _timed_call(phases, "simulator", _limits_run, puzzle_id, kernel, "hidden")
+        except Exception as exc:   # read only once the GPU run is right (above)
+            sim_error = exc
         run = running.result()
         if run.status not in CORRECT:
             return run
-        sim = simulated.result()
+        if sim_error is not None:
+            raise sim_error
         if sim.status in SIMULATOR_FAILURES:
             return dataclasses.replace(run, status=sim.status, case=sim.case, seed=sim.seed, message=(
                 "right on the GPU, but not in numba-cuda's simulator, which fills memory no thread wrote with NaN "

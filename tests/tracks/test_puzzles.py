@@ -3,6 +3,7 @@ import functools
 import re
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -303,14 +304,18 @@ def test_a_sanitizer_finding_fails_the_run_with_the_seed_it_ran_on(monkeypatch):
 def test_the_checks_run_beside_the_gpu_run_and_record_their_seconds(monkeypatch):
     """`checked_gpu_run` starts the simulator's re-run and compute-sanitizer's (a stand-in that takes 0.5 s) with
     the GPU run (one that takes 0.5 s): they overlap, and each one's seconds go to the phases `grade_correctness`
-    publishes."""
+    publishes. The simulator runs in the calling thread, whose session (the trusted grader's) forks it."""
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     gpu_run = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1, target="gpu")
     _gpu_run_taken_as(monkeypatch, gpu_run, seconds=0.5)
     monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: time.sleep(0.5) or "")
+    simulated_in, limits_run = [], puzzle_grade._limits_run
+    monkeypatch.setattr(puzzle_grade, "_limits_run",
+                        lambda *args: simulated_in.append(threading.current_thread()) or limits_run(*args))
     phases: dict[str, float] = {}
     started = time.monotonic()
     assert puzzle_grade.checked_gpu_run("matmul", kernel, phases) is gpu_run
+    assert simulated_in == [threading.current_thread()]
     assert sorted(phases) == ["gpu_run", "sanitizer", "simulator"] and phases["simulator"] > 0
     assert 0.5 <= phases["gpu_run"] < 2 and 0.5 <= phases["sanitizer"] < 2
     assert time.monotonic() - started < sum(phases.values()) - 0.3   # side by side, not one after another
