@@ -49,7 +49,8 @@
 #                                              # each stops after FIRST_RUN_LIMIT_S seconds (default 560)
 #   bash benchmarks/gpu_trusted.sh call-split [TRACK [PROBLEM...]]   # benchmarks/model_call_split.py: a model
 #                                              # problem's timed call split into host work and kernels, for eager,
-#                                              # torch.compile and the reference ModelNew (default kernelbench)
+#                                              # torch.compile and the reference ModelNew (default kernelbench);
+#                                              # CANDIDATES="relu:PATH ..." measures staff-written ModelNews beside it
 #   bash benchmarks/gpu_trusted.sh profile TRACK SHAPE KERNEL...   # ncu's speed-of-light, memory, occupancy,
 #                                              # scheduler and warp-stall sections of TRACK's references at SHAPE
 #                                              # (e.g. 4x16x4096x4096x128) and of the library call each is timed
@@ -234,8 +235,9 @@ case "${1:-cases}" in
     track=${1:-kernelbench} problems=()
     [ $# -gt 1 ] && problems=(--problems "${@:2}")
     log=$(logfile "$track" "$track-call-split")
+    candidates=(); for c in ${CANDIDATES:-}; do candidates+=(--candidate "$c"); done
     timeout "${STAGE_LIMIT_S:-300}" python3 -m benchmarks.model_call_split --track "$track" "${problems[@]}" \
-      > "$log" 2>&1 || rc=1
+      "${candidates[@]}" > "$log" 2>&1 || rc=1
     grep -E '^[a-z_]+ .*: graded' "$log"
     exit $rc ;;
   profile)

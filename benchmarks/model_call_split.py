@@ -4,9 +4,11 @@ the call to its return, before the device-wide synchronisation that ends the tim
 kernels a call launched with their device times (``torch.profiler``, other calls, one at a time). A call's grader
 time far above its kernels' time is host work (Python, guards, launches, allocation) inside the timer.
 
-    python -m benchmarks.model_call_split --track kernelbench --problems relu softmax
+    python -m benchmarks.model_call_split --track kernelbench --problems relu softmax \
+        [--candidate relu:.sweep/relu_cuda.py ...]
 
-Runs in this process, unsandboxed: the track's own reference only, never a submission. Without a GPU it runs on the
+Runs in this process, unsandboxed: the track's own reference, and each ``--candidate PROBLEM:PATH`` (a ``ModelNew``
+the staff wrote, e.g. another form of a reference) beside it; never a submission. Without a GPU it runs on the
 CPU at the problems' ``cpu_sizes`` (a check of the script; its times say nothing of a GPU).
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 from graders.model_engine.child import Judge, load_submission, problem_namespace, problem_text
 from graders.model_engine.spec import ModelSpec, load_model_spec
@@ -72,7 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--track", default="kernelbench")
     parser.add_argument("--problems", nargs="*", help="default: every problem of the track")
     parser.add_argument("--calls", type=int, default=CALLS)
+    parser.add_argument("--candidate", action="append", default=[], metavar="PROBLEM:PATH",
+                        help="a staff-written ModelNew of PROBLEM measured beside its reference")
     args = parser.parse_args(argv)
+    candidates: dict[str, list[str]] = {}
+    for given in args.candidate:
+        pid, _, path = given.partition(":")
+        candidates.setdefault(pid, []).append(path)
     spec = load_model_spec(args.track)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'the CPU'}, torch {torch.__version__}")
@@ -80,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         judge = judge_for(spec, pid, device)
         models = {"eager": judge.reference, "compile": torch.compile(judge.reference),
                   "reference ModelNew": judge.build(load_submission(spec.problem(pid).reference.read_text()))}
+        for path in candidates.get(pid, []):
+            models[path] = judge.build(load_submission(Path(path).read_text()))
         for kind, model in models.items():
             found = split(judge, model, args.calls)
             kernels_us = sum(total for _, total in found["kernels_us"].values())
