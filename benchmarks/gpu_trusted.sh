@@ -19,7 +19,8 @@
 #                                              # track's reference and stub at the spec's budget, with every
 #                                              # kernel's phases; tracks spread over the machine's GPUs, in parallel;
 #                                              # TIMING_SUBMISSIONS="reference reference stub": a second reference
-#                                              # too (the worker's caches warm, as for a class's later submissions)
+#                                              # too (the worker's caches warm, as for a class's later submissions);
+#                                              # TIMING_PROFILE=1: the last one again under cProfile
 #   bash benchmarks/gpu_trusted.sh sanitizer-cost [ARGS...]  # benchmarks/sanitizer_cost.py (ARGS: --track gemm
 #                                              # --kernels naive warptiling ...): each piece of a kernel's
 #                                              # compute-sanitizer time, the tools alone, together, 4 kernels at once
@@ -155,7 +156,7 @@ case "${1:-cases}" in
     for gpu in $(cut -d' ' -f1 /tmp/timing-plan | sort -un); do
       (for track in $(awk -v g="$gpu" '$1 == g {print $2}' /tmp/timing-plan); do
          log=$(logfile "$track" "grading-time-$track")
-         CUDA_VISIBLE_DEVICES=$gpu timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.grading_time --track "$track" ${TIMING_SUBMISSIONS:+--submissions $TIMING_SUBMISSIONS} > "$log" 2>&1
+         CUDA_VISIBLE_DEVICES=$gpu timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.grading_time --track "$track" ${TIMING_SUBMISSIONS:+--submissions $TIMING_SUBMISSIONS} ${TIMING_PROFILE:+--profile-last} > "$log" 2>&1
          echo "[gpu_trusted] timing $track (GPU $gpu): rc $?; $(grep -E '^(reference|stub)[0-9]+:' "$log" | cut -c1-60 | tr '\n' ' ')"
        done) &
       pids+=($!)

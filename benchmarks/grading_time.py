@@ -8,17 +8,25 @@ Prints, per submission, its wall time, its points and each kernel's phases and p
 ncu counts: done before the first timed test, side by side), then the phases summed over the kernels (the rest of
 the wall time is nbgrader, the notebook's sandboxed run and the untimed hidden tests), and writes
 ``grading-time-<track>-<date-time>.json`` into the track's results folder. Needs a GPU for CUDA tracks.
+``--profile-last``: the last submission autograded once more under cProfile, whose top functions (by cumulative
+time) say where nbgrader's own process spends a grading's wall time (the notebook's kernel and the grading children
+are other processes: their time shows as waiting).
 """
 from __future__ import annotations
 
 import argparse
+import io
+import pstats
+import subprocess
+import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
 from graders import tracks
 from graders.autograde import graded_cells, stored_results
-from workshop.course import Autograding, Course
+from workshop.course import Autograding, Course, nbgrader_env
 from workshop.records import write_gpu_record
 from workshop.submissions import cuda_answers, reference_answers
 
@@ -66,11 +74,25 @@ def preparations(results: list[dict]) -> dict[str, dict[str, float]]:
     return found
 
 
+def profiled_autograde(course: Course, student: str, top: int = 30) -> str:
+    """``nbgrader autograde`` of ``student`` again, under cProfile: its wall time and its top functions."""
+    out = course.root / f"autograde-{student}.prof"
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "nbgrader", "autograde",
+                    course.assignment, f"--student={student}", "--force"], cwd=course.root, env=nbgrader_env(),
+                   capture_output=True, text=True, check=True)
+    text = io.StringIO()
+    pstats.Stats(str(out), stream=text).sort_stats("cumulative").print_stats(top)
+    return f"{student} under cProfile: {time.monotonic() - start:.1f} s\n{text.getvalue()}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--track", required=True)
     parser.add_argument("--submissions", nargs="+", default=["reference", "stub"],
                         help="reference or stub, in grading order (default: reference stub)")
+    parser.add_argument("--profile-last", action="store_true",
+                        help="autograde the last submission once more under cProfile and print its top functions")
     args = parser.parse_args()
     graded = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -97,6 +119,8 @@ def main() -> None:
             graded.append({"submission": submission, "seconds": grading.seconds[student],
                            "points": sum(scores.values()), "scores": scores, "kernel_phases": phases,
                            "phases_summed": summed, "preparations": prepared, "stages": stages})
+        if args.profile_last:
+            print(profiled_autograde(grading.course, student), flush=True)
     write_gpu_record(f"grading-time-{args.track}", f"nbgrader autograde of {args.track} submissions "
                      f"({', '.join(args.submissions)}) at the spec's timing budget, with each kernel's phases",
                      {"submissions": graded}, dists=("nbgrader",), folder=args.track)
