@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import os
@@ -57,6 +58,7 @@ from graders.numba_engine import catalogue
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
 from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.result import GradeResult, Status, hidden_seed, publish
+from graders.sandbox.run import ChildWatch, watching
 from graders.sandbox.session import process_session
 from graders.sandbox.starvation import run_child_unstarved
 
@@ -238,6 +240,11 @@ def _timed_call(phases: dict[str, float], name: str, function, *args):
         return function(*args)
 
 
+def _watched(watch: ChildWatch, function, *args):
+    with watching(watch):
+        return function(*args)
+
+
 def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = None) -> GradeResult:
     """The kernel's run on the GPU on the hidden cases, held, where its outputs are right, to two more checks,
     since a race or a read of memory no thread wrote can come out right on a GPU by chance: the simulator's verdict
@@ -247,7 +254,8 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     from the start (none depends on another's outcome): the GPU run and the sanitizer in threads of their own, the
     simulator in this thread, whose session (the trusted grader's) answers it with a fork. A check's outcome, or
     what it raised, is read only where the ones before it passed, so a wrong kernel's grade is the GPU run's as if
-    the checks had not run. ``phases`` gets each one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
+    the checks had not run; the sanitizer's runs still under way when its outcome will not be read are killed
+    (a hanging kernel's ran to the tool's limit). ``phases`` gets each one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
     phases = {} if phases is None else phases
     try:
         source, name = _source(kernel)
@@ -256,16 +264,19 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     if untouched_stub(source, name):
         return run_source(puzzle_id, source, name, "hidden", "gpu")   # refused unrun: nothing to check
     seed = hidden_seed()
+    watch = ChildWatch()   # the sanitizer's runs, killed once the GPU run is wrong: a hang's took minutes
     with ThreadPoolExecutor(2, thread_name_prefix="gpu-checks") as pool:
         running = pool.submit(_timed_call, phases, "gpu_run", run_source, puzzle_id, source, name, "hidden", "gpu")
-        sanitized = (pool.submit(_timed_call, phases, "sanitizer", sanitizer_finding, puzzle_id, source, name, seed)
-                     if settings.sanitize_enabled() else None)
+        sanitized = (pool.submit(_timed_call, phases, "sanitizer", _watched, watch, sanitizer_finding, puzzle_id,
+                                 source, name, seed) if settings.sanitize_enabled() else None)
         sim_error: Exception | None = None
         try:
             sim = _timed_call(phases, "simulator", _limits_run, puzzle_id, kernel, "hidden")
         except Exception as exc:   # read only once the GPU run is right (above)
             sim_error = exc
         run = running.result()
+        if run.status not in CORRECT or sim_error is not None or sim.status in SIMULATOR_FAILURES:
+            watch.abandon()   # the sanitizer's outcome will not be read
         if run.status not in CORRECT:
             return run
         if sim_error is not None:
@@ -291,8 +302,9 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
                "target": "gpu"}
     def finding(tool: str) -> str:
         return sanitizer.run_tool(tool, "graders.numba_engine.child", request, {"NUMBA_ENABLE_CUDASIM": "0"})
+    contexts = [contextvars.copy_context() for _ in tools]   # each tool's thread in this one's (`watching`)
     with ThreadPoolExecutor(len(tools)) as pool:
-        return next((found for found in pool.map(finding, tools) if found), "")
+        return next((found for found in pool.map(lambda c, t: c.run(finding, t), contexts, tools) if found), "")
 
 
 @hidden_test

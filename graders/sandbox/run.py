@@ -29,10 +29,13 @@ answers nothing is reported as crashed. Nothing raised in the child reaches the 
 every outcome is a `ChildResult`, with what the machine gave the child (its sandbox's CPU seconds and seconds
 waiting for a CPU, from the supervisor's `UsageFile`), from which `graders.sandbox.starvation` tells a kernel's
 timeout from a busy worker's. A child module exposes ``handle(request: dict) -> dict`` and is started
-through ``python -m graders.sandbox.child``.
+through ``python -m graders.sandbox.child``. Fresh children started inside ``with watching(watch):`` are killed by
+``watch.abandon()`` (`ChildWatch`): for checks whose outcome will not be read.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import glob
 import json
@@ -40,6 +43,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,6 +216,46 @@ class ChildResult:
         return self.status == "ok"
 
 
+class ChildWatch:
+    """The fresh children started inside `watching` it, in any thread: `abandon` kills those running (each one's
+    `run_child` then reports it crashed) and every one started after it at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+        self.abandoned = False
+
+    def started(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._running.add(proc)
+            abandoned = self.abandoned
+        if abandoned:
+            _kill_group(proc)
+
+    def ended(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._running.discard(proc)
+
+    def abandon(self) -> None:
+        with self._lock:
+            self.abandoned, running = True, list(self._running)
+        for proc in running:
+            _kill_group(proc)
+
+
+_watch: contextvars.ContextVar[ChildWatch | None] = contextvars.ContextVar("child_watch", default=None)
+
+
+@contextlib.contextmanager
+def watching(watch: ChildWatch):
+    """Fresh children that `run_child` starts within it (in this thread) are ``watch``'s."""
+    token = _watch.set(watch)
+    try:
+        yield watch
+    finally:
+        _watch.reset(token)
+
+
 def run_child(
     handler: str,
     request: dict,
@@ -263,11 +307,18 @@ def run_child(
         usage.close()
         raise
     start = time.monotonic()
+    watch = _watch.get()
     with usage:
         proc = start_child(argv, write_fd, usage)
-        # every stream is capped: the child decides how much it writes, not how much of it is kept
-        got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
-                                        kill=lambda: _kill_group(proc))
+        if watch is not None:
+            watch.started(proc)
+        try:
+            # every stream is capped: the child decides how much it writes, not how much of it is kept
+            got = capped_output.communicate(proc, json.dumps(request).encode(), read_fd, timeout_s,
+                                            kill=lambda: _kill_group(proc))
+        finally:
+            if watch is not None:
+                watch.ended(proc)
         return child_result(got, proc.returncode, timeout_s, time.monotonic() - start, usage.read())
 
 

@@ -4,6 +4,7 @@ The runner: answers, time limits, crashes and memory limits end as results, neve
 test per property (network, filesystem, hidden course files, /tmp, process lifetime, caps, environment,
 signals, the opt-out and the error without bubblewrap).
 """
+import contextvars
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import sys
 import textwrap
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,8 @@ from processes import processes_with
 
 from graders import settings
 from graders.sandbox import confine
-from graders.sandbox.run import REPO_ROOT, Confinement, SandboxUnavailable, run_child, sandbox_argv
+from graders.sandbox.run import (REPO_ROOT, ChildWatch, Confinement, SandboxUnavailable, run_child, sandbox_argv,
+                                 watching)
 
 HANDLER = textwrap.dedent('''
     import os
@@ -59,6 +62,24 @@ def test_hanging_child_is_stopped_within_its_limit(handler):
     result = run_child(handler, {"what": "hang"}, timeout_s=1.5)
     assert result.status == "timeout" and "1.5 s" in result.message
     assert time.monotonic() - start < 5
+
+
+def test_an_abandoned_watch_kills_its_running_children_and_each_one_started_later(handler):
+    """Children started inside `watching` in other threads (a context copied into each): `abandon` ends the one
+    running long before its limit, and one started after it at once; a child outside the watch runs on."""
+    watch = ChildWatch()
+
+    def watched(what: str):
+        with watching(watch):
+            return run_child(handler, {"what": what}, timeout_s=60)
+    start = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        hanging = pool.submit(contextvars.copy_context().run, watched, "hang")
+        time.sleep(1.0)
+        watch.abandon()
+        assert hanging.result().status == "crashed" and time.monotonic() - start < 10
+        assert pool.submit(watched, "hello").result().status == "crashed"
+    assert run_child(handler, {"what": "hello"}, timeout_s=10).answer == {"echo": "hello"}
 
 
 def test_exception_in_handler_is_an_answer(handler):

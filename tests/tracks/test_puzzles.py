@@ -288,6 +288,24 @@ def test_a_wrong_gpu_run_is_graded_as_it_ran_whatever_the_checks_beside_it_found
     assert puzzle_grade.checked_gpu_run("matmul", kernel) is wrong
 
 
+def test_a_wrong_gpu_run_kills_the_sanitizer_run_beside_it(monkeypatch, tmp_path):
+    """A hanging kernel ran to compute-sanitizer's limit (minutes) beside its timed-out GPU run: the sanitizer's
+    child (here one that hangs, started as the tool's is) is killed once the GPU run is wrong, and the grade is the
+    run's."""
+    (tmp_path / "hanging_tool.py").write_text("def handle(request):\n    while True:\n        pass\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from graders.sandbox.run import run_child
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    timed_out = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.TIMEOUT, "ran past 30 s", target="gpu")
+    _gpu_run_taken_as(monkeypatch, timed_out, seconds=1.0)
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding",
+                        lambda *args: run_child("hanging_tool", {}, timeout_s=120).message)
+    started = time.monotonic()
+    assert puzzle_grade.checked_gpu_run("matmul", kernel) is timed_out
+    assert time.monotonic() - started < 20
+
+
 def test_a_sanitizer_finding_fails_the_run_with_the_seed_it_ran_on(monkeypatch):
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     _gpu_run_taken_as(monkeypatch, puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=1,
