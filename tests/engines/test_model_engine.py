@@ -232,6 +232,19 @@ def test_the_baseline_child_times_the_reference_alone_with_no_submission():
     assert list(answer["phases"]) == ["setup", "eager"]
 
 
+def test_the_baselines_are_timed_as_a_submission_is_each_output_checked(monkeypatch):
+    """Eager and torch.compile are timed with every timed output checked before the next call, as a submission's
+    are (`Judge.time`'s ``check``): the check's host work slows the call after it, so both sides of a speed-up are
+    measured under it."""
+    timed = []
+    monkeypatch.setattr(child.Judge, "time", lambda self, model, first, runs, check: timed.append(check) or
+                        {"median_s": 1.0, "min_s": 1.0, "runs": runs})
+    monkeypatch.setattr(torch, "compile", lambda model: model)
+    judge = _judge()
+    timing = child.baseline(judge, child.Clock({}, "setup"), 3, compiled=True)
+    assert set(timing) == {"eager", "compile"} and timed == [True, True]
+
+
 def test_the_baseline_is_measured_once_per_process_and_never_beside_a_submission(monkeypatch):
     """`grade.grade_model` with the children's answers handed in: a correct submission's child times only it; the
     reference's times come from a child of their own (no source, the fixed `BASELINE_SEED`), measured for the
