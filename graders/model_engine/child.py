@@ -20,11 +20,11 @@ Order of work, each step what keeps a ``ModelNew`` from forging its result or it
    the submission's code runs; the comparison is numpy's, on the two copies.
 3. Timing, `Judge.time`: ``timed_runs`` calls of the submission, each on fresh inputs; the eager reference and
    (where ``compile``) ``torch.compile`` of it are timed the same way, each output checked too, by a
-   ``"baseline"`` child, which runs no submission (`graders.model_engine.grade.baseline`: once per grading process). On a GPU: the L2 cache flushed,
-   the whole device synchronised, a CUDA event, the call, the output's type checked, the whole device
-   synchronised again (work on any stream is inside the time), the end event. On the CPU (tests only:
-   CPU times say nothing about a GPU kernel) ``time.perf_counter_ns`` around the call; eager CPU operators
-   return when their result is written. Every timed output of the submission is copied out after its timer
+   ``"baseline"`` child, which runs no submission (`graders.model_engine.grade.baseline`: once per grading
+   process). On a GPU: the L2 cache flushed, the whole device synchronised, a CUDA event, the call, the output's
+   type checked, the whole device synchronised again (work on any stream is inside the time), the end event. On
+   the CPU (tests only: CPU times say nothing about a GPU kernel) ``time.perf_counter_ns`` around the call; eager
+   CPU operators return when their result is written. Every timed output of the submission is copied out after its timer
    stopped and checked against the reference on the same inputs before the next call (the reference runs after
    the submission's call, on clones of its own), so a call that is fast because it is wrong is found. The
    medians give the speed-ups (reference / submission, the parent's division), KernelBench's fast_p inputs.
@@ -357,8 +357,8 @@ def baseline(judge: Judge, clock: Clock, runs: int, compiled: bool) -> dict:
     """The reference's times: ``eager``, and with ``compiled`` ``compile`` (``torch.compile`` of it), or
     ``compile_error`` where torch.compile fails (the baseline is missing, nothing is wrong). Each is timed exactly as
     a submission is, every timed output checked before the next call: the check's host work slows the call after
-    it (the host's part of a call most: ``torch.compile``'s relu call took 0.39 ms so against 0.22 ms back to back),
-    so a baseline timed without it would be measured under other conditions than the submission it is divided by."""
+    it, its host part most (``torch.compile``'s relu call took 0.39 ms that way against 0.22 ms back to back), so
+    a baseline timed without it would be measured under other conditions than the submission it is divided by."""
     clock.begin("eager")
     timing = {"eager": judge.time(judge.reference, 0, runs, check=True)}
     if compiled:

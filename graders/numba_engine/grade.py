@@ -255,7 +255,8 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     simulator in this thread, whose session (the trusted grader's) answers it with a fork. A check's outcome, or
     what it raised, is read only where the ones before it passed, so a wrong kernel's grade is the GPU run's as if
     the checks had not run; the sanitizer's runs still under way when its outcome will not be read are killed
-    (a hanging kernel's ran to the tool's limit). ``phases`` gets each one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
+    (a hanging kernel's ran to the tool's limit). ``phases`` gets each one's seconds (``gpu_run``, ``simulator``,
+    ``sanitizer``)."""
     phases = {} if phases is None else phases
     try:
         source, name = _source(kernel)
