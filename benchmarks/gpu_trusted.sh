@@ -21,6 +21,9 @@
 #                                              # TIMING_SUBMISSIONS="reference reference stub": a second reference
 #                                              # too (the worker's caches warm, as for a class's later submissions);
 #                                              # TIMING_PROFILE=1: the last one again under cProfile
+#   bash benchmarks/gpu_trusted.sh puzzle-cost [ARGS...]  # benchmarks/puzzle_run_cost.py (ARGS: --puzzles map
+#                                              # shared --repeats 3): a puzzle's GPU run, sanitizer runs, simulator,
+#                                              # alone and side by side, and one GPU run's split
 #   bash benchmarks/gpu_trusted.sh sanitizer-cost [ARGS...]  # benchmarks/sanitizer_cost.py (ARGS: --track gemm
 #                                              # --kernels naive warptiling ...): each piece of a kernel's
 #                                              # compute-sanitizer time, the tools alone, together, 4 kernels at once
@@ -168,6 +171,11 @@ case "${1:-cases}" in
     log=$(logfile platform sanitizer-cost)
     timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.sanitizer_cost "$@" > "$log" 2>&1
     rc=$?; tail -20 "$log"; exit $rc ;;
+  puzzle-cost)
+    shift
+    log=$(logfile puzzles puzzle-run-cost)
+    timeout "${STAGE_LIMIT_S:-560}" python3 -m benchmarks.puzzle_run_cost "$@" > "$log" 2>&1
+    rc=$?; tail -25 "$log"; exit $rc ;;
   regrade-parallel)
     shift
     n=$(gpu_count) i=0 pids=()
