@@ -240,7 +240,8 @@ class ChildWatch:
         with self._lock:
             self.abandoned, running = True, list(self._running)
         for proc in running:
-            _kill_group(proc)
+            if proc.poll() is None:   # not one reaped already, whose process group id another may hold by now
+                _kill_group(proc)
 
 
 _watch: contextvars.ContextVar[ChildWatch | None] = contextvars.ContextVar("child_watch", default=None)
