@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from benchmarks.sanitizer_cost import timed
 from graders import settings
 from graders.numba_engine import catalogue
 from graders.numba_engine.cell_source import kernel_source_from_cell
@@ -78,15 +77,6 @@ def at_once(runs: list[Callable[[], None]]) -> Callable[[], None]:
         with ThreadPoolExecutor(len(runs)) as pool:
             list(pool.map(lambda r: r(), runs))
     return run
-
-
-def timed(run: Callable[[], None], repeats: int) -> dict:
-    seconds = []
-    for _ in range(repeats):
-        start = time.monotonic()
-        run()
-        seconds.append(round(time.monotonic() - start, 3))
-    return {"median_s": statistics.median(seconds), "seconds": seconds}
 
 
 def split(request: dict, wrapper: tuple[str, ...] = ()) -> dict:
