@@ -18,6 +18,7 @@ import ast
 import inspect
 import re
 import sys
+import threading
 
 import numpy as np
 from numba import config, cuda
@@ -257,21 +258,55 @@ class _PoisoningNumpy:
 
 
 def _track_shared_memory() -> None:
-    """Note each launch's ``cuda.shared`` manager, whose allocations show whether shared memory was used, and
-    poison new shared and local arrays (`_PoisoningNumpy`).
+    """Note each launch's ``cuda.shared`` manager, whose allocations show whether shared memory was used, poison
+    new shared and local arrays (`_PoisoningNumpy`), and make a block's shared allocation one array for all of
+    its threads (`_one_array_per_line`). What is patched already is left as it is."""
+    from numba.cuda.simulator import kernelapi
 
-    (Wrapping ``cuda.shared.array`` itself would break the simulator, which tells allocations apart by
-    the line of their caller.)"""
-    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+    kernelapi.np = _PoisoningNumpy()   # numpy as the simulator's kernel API module sees it
+    shared = kernelapi.FakeCUDAShared
+    if not getattr(shared.__init__, "noted", False):
+        original = shared.__init__
 
-    sys.modules[FakeCUDAShared.__module__].np = _PoisoningNumpy()   # the module that defines it
-    original = FakeCUDAShared.__init__
+        def init(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            _shared_arrays.append(self)
 
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        _shared_arrays.append(self)
+        init.noted = True
+        shared.__init__ = init
+    if not getattr(shared.array, "one_per_line", False):
+        shared.array = _one_array_per_line(shared.array)
 
-    FakeCUDAShared.__init__ = init
+
+_allocating = threading.Lock()
+
+
+def _one_array_per_line(simulators_array):
+    """``FakeCUDAShared.array`` with its allocation made once for all of a block's threads. The simulator's own
+    looks the array of the calling line up and, where there is none, makes and stores one: two of a block's threads
+    (Python threads) between the lookup and the store each make an array, and those that got the one not kept write
+    where the others never read, so an honest kernel read NaN on a busy worker. Here the lookup and the store are
+    one step. The array is keyed as the simulator keys it (the caller's file and line: wrapping the method would
+    make every caller this function); dynamic shared memory (``shape`` 0) and the alignment it refuses are the
+    simulator's own."""
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or (isinstance(shape, int) and shape == 0):
+            return simulators_array(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        caller = sys._getframe(1)
+        line = (caller.f_code.co_filename, caller.f_lineno)
+        with _allocating:
+            made = self._allocations.get(line)
+            if made is None:
+                made = self._allocations[line] = _PoisoningNumpy.empty(shape, dtype)
+        return made
+
+    array.one_per_line = True
+    return array
 
 
 _SIMULATOR_THREAD = re.compile(r"^tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\]")

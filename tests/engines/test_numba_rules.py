@@ -35,9 +35,12 @@ def puzzle_ids(puzzle: Puzzle) -> str:
 
 @pytest.fixture(autouse=True)
 def restore_simulator(monkeypatch):
-    """`child.handle` wraps the simulator's shared-memory manager to see allocations: undone after each test."""
-    from numba.cuda.simulator.kernelapi import FakeCUDAShared
-    monkeypatch.setattr(FakeCUDAShared, "__init__", FakeCUDAShared.__init__)
+    """`child.handle` wraps the simulator's shared-memory manager to see allocations and poisons its numpy: undone
+    after each test."""
+    from numba.cuda.simulator import kernelapi
+    monkeypatch.setattr(kernelapi.FakeCUDAShared, "__init__", kernelapi.FakeCUDAShared.__init__)
+    monkeypatch.setattr(kernelapi.FakeCUDAShared, "array", kernelapi.FakeCUDAShared.array)
+    monkeypatch.setattr(kernelapi, "np", kernelapi.np)
 
 
 def grade(puzzle: Puzzle, cell: str, seed: int = SEED) -> GradeResult:

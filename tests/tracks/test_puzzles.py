@@ -1,5 +1,7 @@
 """Puzzle grading on the simulator: every reference passes, every known-wrong solution fails as it says."""
 import functools
+import json
+import os
 import re
 import subprocess
 import sys
@@ -181,6 +183,34 @@ def test_a_simulator_thread_is_named_as_cuda_names_it():
     with pytest.raises(PuzzleFailed, match=r"IndexError: threadIdx \(3, 0, 0\) of blockIdx \(0, 0, 0\): "
                                            r"out-of-bounds read of a\[4\]"):
         assert_correct("map", kernel)
+
+
+SLOW_SHARED_ALLOCATION = """
+import json, sys, time
+from graders.numba_engine import child
+made = child._PoisoningNumpy.empty
+def slow(*args, **kwargs):   # another thread runs meanwhile, as on a busy worker
+    time.sleep(0.02)
+    return made(*args, **kwargs)
+child._PoisoningNumpy.empty = staticmethod(slow)
+for puzzle, name, source in json.load(sys.stdin):
+    answer = child.handle({"puzzle": puzzle, "source": source, "kernel_name": name, "mode": "hidden", "seed": 1,
+                           "target": "sim"})
+    print(puzzle, answer["status"], answer["message"])
+"""
+
+
+def test_a_blocks_threads_share_one_shared_array_however_slow_its_allocation():
+    """The simulator's threads are Python threads: two of them allocating a block's shared array at once each made
+    one, and an honest kernel read NaN on a busy worker. With each allocation slow (a thread switch inside it, as
+    load makes likely), every shared-memory reference is still correct."""
+    shared = [(p.id, p.kernel_name, "import numba\nfrom numba import cuda\n" + REFERENCE[p.id])
+              for p in catalogue.PUZZLES if p.limits.shared_memory]
+    done = subprocess.run([sys.executable, "-c", SLOW_SHARED_ALLOCATION], input=json.dumps(shared),
+                          capture_output=True, text=True, cwd=settings.PACKAGE_ROOT, timeout=120,
+                          env=os.environ | {"NUMBA_ENABLE_CUDASIM": "1"})
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[:2] for line in done.stdout.splitlines()] == [[p, "ok"] for p, _, _ in shared], done.stdout
 
 
 def test_hanging_kernel_is_stopped_at_the_time_limit():
