@@ -74,7 +74,7 @@ def test_measured_targets_rest_on_records_of_the_current_measuring_code():
 
 # The specs whose targets still wait for their measurement on the grading GPU (issue 29). Only ever remove a track
 # from this set, when `workshop targets --write` has measured it; once it is empty, every timed spec is measured.
-AWAITING_MEASUREMENT = {"capstone", "gemm", "kernelbench", "nvfp4"}
+AWAITING_MEASUREMENT = {"gemm", "nvfp4"}
 
 
 def test_no_spec_is_provisional_but_those_awaiting_their_measurement():
