@@ -8,8 +8,9 @@ on the hidden cases of one seed), in the grader's own sandboxed children, each t
 - ``simulator``: the child on numba-cuda's simulator (a fresh child, not a fork);
 
 then every named puzzle's GPU runs at once, their memcheck runs at once, and both at once (as a grading starts
-them); and, unsandboxed, one process's split of a GPU run: imports, CUDA's start, the first ``handle`` (the kernel's
-JIT compile and its cases) and a second one, alone and under memcheck.
+them). First of all, unsandboxed, one process's split of a GPU run: imports, CUDA's start, the first ``handle`` (the
+kernel's JIT compile and its cases), a second one, then each other named puzzle's in the same process (what one
+GPU child per submission would cost), alone and under memcheck.
 
 Run on a GPU worker: ``python -m benchmarks.puzzle_run_cost [--puzzles map shared matmul] [--repeats 3]``. Prints a
 table and writes ``puzzle-run-cost-<date-time>.json`` under benchmarks/results/puzzles/.
@@ -43,13 +44,19 @@ from graders.numba_engine import child
 imported = time.monotonic()
 cuda.current_context()
 context = time.monotonic()
-request = json.loads(sys.argv[1])
-first = child.handle(request)
+requests = json.loads(sys.argv[1])
+first = child.handle(requests[0])
 once = time.monotonic()
-child.handle(request)
+child.handle(requests[0])
 twice = time.monotonic()
+others = {}
+for request in requests[1:]:
+    began = time.monotonic()
+    status = child.handle(request)["status"]
+    others[request["puzzle"]] = [round(time.monotonic() - began, 3), status]
 print(json.dumps({"imports": imported - start, "cuda start": context - imported, "first handle": once - context,
-                  "second handle": twice - once, "status": first["status"]}))
+                  "second handle": twice - once, "status": first["status"], "then each puzzle": others,
+                  "all": time.monotonic() - start}))
 """
 
 
@@ -79,9 +86,9 @@ def at_once(runs: list[Callable[[], None]]) -> Callable[[], None]:
     return run
 
 
-def split(request: dict, wrapper: tuple[str, ...] = ()) -> dict:
+def split(requests: list[dict], wrapper: tuple[str, ...] = ()) -> dict:
     """`SPLIT` in a fresh unsandboxed process (under ``wrapper``): its phases in seconds."""
-    done = subprocess.run([*wrapper, sys.executable, "-c", SPLIT, json.dumps(request)], capture_output=True,
+    done = subprocess.run([*wrapper, sys.executable, "-c", SPLIT, json.dumps(requests)], capture_output=True,
                           text=True, cwd=settings.PACKAGE_ROOT, timeout=300,
                           env=os.environ | {"NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": os.pathsep.join(
                               [str(settings.PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])})
@@ -97,6 +104,18 @@ def main() -> None:
     parser.add_argument("--puzzles", nargs="+", default=[p.id for p in catalogue.PUZZLES])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    requests = [request_of(p) for p in args.puzzles]
+    one_process = {"alone": split(requests), "under memcheck": split(requests, tool_wrapper("memcheck"))}
+    for name, phases in one_process.items():
+        print(f"{args.puzzles[0]} and the others in one process, {name}: {phases}", flush=True)
+    gpu_runs = [child_run(request_of(p)) for p in args.puzzles]
+    memchecks = [child_run(request_of(p), tool_wrapper("memcheck", catalogue.get(p).kernel_name))
+                 for p in args.puzzles]
+    together = {"gpu runs at once": timed(at_once(gpu_runs), args.repeats),
+                "memcheck runs at once": timed(at_once(memchecks), args.repeats),
+                "both at once": timed(at_once(gpu_runs + memchecks), args.repeats)}
+    for name, found in together.items():
+        print(f"{len(args.puzzles)} puzzles, {name}: {found['median_s']:.2f} s {found['seconds']}", flush=True)
     measured: dict[str, dict] = {}
     for puzzle_id in args.puzzles:
         request, name = request_of(puzzle_id), catalogue.get(puzzle_id).kernel_name
@@ -107,23 +126,10 @@ def main() -> None:
         measured[puzzle_id] = {piece: timed(run, args.repeats) for piece, run in pieces.items()}
         print(f"{puzzle_id:>12}: " + ", ".join(f"{p} {m['median_s']:.2f} s" for p, m in measured[puzzle_id].items()),
               flush=True)
-    gpu_runs = [child_run(request_of(p)) for p in args.puzzles]
-    memchecks = [child_run(request_of(p), tool_wrapper("memcheck", catalogue.get(p).kernel_name))
-                 for p in args.puzzles]
-    together = {"gpu runs at once": timed(at_once(gpu_runs), args.repeats),
-                "memcheck runs at once": timed(at_once(memchecks), args.repeats),
-                "both at once": timed(at_once(gpu_runs + memchecks), args.repeats)}
-    for name, found in together.items():
-        print(f"{len(args.puzzles)} puzzles, {name}: {found['median_s']:.2f} s {found['seconds']}", flush=True)
-    first = args.puzzles[0]
-    one_process = {"alone": split(request_of(first)), "under memcheck": split(request_of(first),
-                                                                              tool_wrapper("memcheck"))}
-    for name, phases in one_process.items():
-        print(f"{first} in one process, {name}: {phases}", flush=True)
     write_gpu_record("puzzle-run-cost", "a puzzle's GPU grading time by piece: the GPU run, compute-sanitizer, the "
                      "simulator, alone and side by side, and one process's split", {
                          "puzzles": args.puzzles, "repeats": args.repeats, "seed": SEED, "measured": measured,
-                         "together": together, "one_process": {"puzzle": first, **one_process}},
+                         "together": together, "one_process": one_process},
                      folder="puzzles")
 
 
