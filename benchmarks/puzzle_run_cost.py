@@ -12,8 +12,8 @@ them). First of all, unsandboxed, one process's split of a GPU run: imports, CUD
 kernel's JIT compile and its cases), a second one, then each other named puzzle's in the same process (what one
 GPU child per submission would cost), alone and under memcheck.
 
-Run on a GPU worker: ``python -m benchmarks.puzzle_run_cost [--puzzles map shared matmul] [--repeats 3]``. Prints a
-table and writes ``puzzle-run-cost-<date-time>.json`` under benchmarks/results/puzzles/.
+Run on a GPU worker: ``python -m benchmarks.puzzle_run_cost [--puzzles map shared matmul] [--alone map]
+[--repeats 3]``. Prints a table and writes ``puzzle-run-cost-<date-time>.json`` under benchmarks/results/puzzles/.
 """
 from __future__ import annotations
 
@@ -102,6 +102,8 @@ def main() -> None:
     from graders.cuda_engine.sanitizer import tool_wrapper
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--puzzles", nargs="+", default=[p.id for p in catalogue.PUZZLES])
+    parser.add_argument("--alone", nargs="*", help="the puzzles whose pieces are timed one by one (default: every "
+                        "named puzzle)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     requests = [request_of(p) for p in args.puzzles]
@@ -117,7 +119,7 @@ def main() -> None:
     for name, found in together.items():
         print(f"{len(args.puzzles)} puzzles, {name}: {found['median_s']:.2f} s {found['seconds']}", flush=True)
     measured: dict[str, dict] = {}
-    for puzzle_id in args.puzzles:
+    for puzzle_id in args.puzzles if args.alone is None else args.alone:
         request, name = request_of(puzzle_id), catalogue.get(puzzle_id).kernel_name
         pieces = {"gpu run": child_run(request), "memcheck": child_run(request, tool_wrapper("memcheck", name)),
                   "simulator": child_run(request_of(puzzle_id, "sim"))}
