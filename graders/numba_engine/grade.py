@@ -35,7 +35,8 @@ the next call runs a child again. `sanitizer_finding` keeps only findings of run
 
 Targets: ``gpu`` runs correctness on the GPU and counts accesses in a second child on numba-cuda's
 simulator, whose verdict on the outputs and compute-sanitizer's also decide correctness there
-(`checked_gpu_run`, the three side by side; ``WORKSHOP_SANITIZE=off`` skips the sanitizer); ``sim`` does both in
+(`checked_gpu_run`: the GPU run under memcheck, racecheck and the simulator side by side; ``WORKSHOP_SANITIZE=off``
+skips the sanitizer); ``sim`` does both in
 one simulator child. ``WORKSHOP_TARGET`` forces one; by default the GPU is used when one is found
 (`graders.gpu.detect_gpu`) and ``NUMBA_ENABLE_CUDASIM`` is not set.
 """
@@ -246,17 +247,18 @@ def _watched(watch: ChildWatch, function, *args):
 
 
 def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = None) -> GradeResult:
-    """The kernel's run on the GPU on the hidden cases, held, where its outputs are right, to two more checks,
-    since a race or a read of memory no thread wrote can come out right on a GPU by chance: the simulator's verdict
-    on hidden cases (its shared and local memory start as NaN, its threads run one at a time between barriers),
-    then compute-sanitizer's (`sanitizer_finding`, on a seed of its own; ``WORKSHOP_SANITIZE=off`` skips it).
-    Either failing makes the run incorrect, with its reason and the seed that shows it. The three run side by side
-    from the start (none depends on another's outcome): the GPU run and the sanitizer in threads of their own, the
+    """The kernel's run on the GPU on the hidden cases, held, where its outputs are right, to more checks, since a
+    race or a read of memory no thread wrote can come out right on a GPU by chance: the simulator's verdict on
+    hidden cases (its shared and local memory start as NaN, its threads run one at a time between barriers), then
+    compute-sanitizer's. The GPU run is memcheck's (`gpu_run`: one child for both); racecheck, where the kernel uses
+    shared memory, runs on the same seed (`sanitizer_finding`; ``WORKSHOP_SANITIZE=off`` skips both tools).
+    A failed check makes the run incorrect, with its reason and the seed that shows it. The three run side by side
+    from the start (none depends on another's outcome): the GPU run and racecheck in threads of their own, the
     simulator in this thread, whose session (the trusted grader's) answers it with a fork. A check's outcome, or
     what it raised, is read only where the ones before it passed, so a wrong kernel's grade is the GPU run's as if
-    the checks had not run; the sanitizer's runs still under way when its outcome will not be read are killed
-    (a hanging kernel's ran to the tool's limit). ``phases`` gets each one's seconds (``gpu_run``, ``simulator``,
-    ``sanitizer``)."""
+    the checks had not run (memcheck's finding, where it has one, is its message); racecheck's run still under way
+    when its outcome will not be read is killed (a hanging kernel's ran to the tool's limit). ``phases`` gets each
+    one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
     phases = {} if phases is None else phases
     try:
         source, name = _source(kernel)
@@ -265,19 +267,22 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     if untouched_stub(source, name):
         return run_source(puzzle_id, source, name, "hidden", "gpu")   # refused unrun: nothing to check
     seed = hidden_seed()
-    watch = ChildWatch()   # the sanitizer's runs, killed once the GPU run is wrong: a hang's took minutes
+    racecheck = settings.sanitize_enabled() and "cuda.shared.array" in source
+    watch = ChildWatch()   # racecheck's run, killed once the GPU run is wrong: a hang's took minutes
     with ThreadPoolExecutor(2, thread_name_prefix="gpu-checks") as pool:
-        running = pool.submit(_timed_call, phases, "gpu_run", run_source, puzzle_id, source, name, "hidden", "gpu")
-        sanitized = (pool.submit(_timed_call, phases, "sanitizer", _watched, watch, sanitizer_finding, puzzle_id,
-                                 source, name, seed) if settings.sanitize_enabled() else None)
+        running = pool.submit(_timed_call, phases, "gpu_run", gpu_run, puzzle_id, source, name, seed)
+        raced = (pool.submit(_timed_call, phases, "sanitizer", _watched, watch, sanitizer_finding, puzzle_id, source,
+                             name, seed, ("racecheck",)) if racecheck else None)
         sim_error: Exception | None = None
         try:
             sim = _timed_call(phases, "simulator", _limits_run, puzzle_id, kernel, "hidden")
         except Exception as exc:   # read only once the GPU run is right (above)
             sim_error = exc
-        run = running.result()
-        if run.status not in CORRECT or sim_error is not None or sim.status in SIMULATOR_FAILURES:
-            watch.abandon()   # the sanitizer's outcome will not be read
+        run, memcheck = running.result()
+        if run.status not in CORRECT or memcheck or sim_error is not None or sim.status in SIMULATOR_FAILURES:
+            watch.abandon()   # racecheck's outcome will not be read
+        if memcheck:
+            return dataclasses.replace(run, status=Status.INCORRECT, seed=seed, message=memcheck)
         if run.status not in CORRECT:
             return run
         if sim_error is not None:
@@ -287,18 +292,46 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
                 "right on the GPU, but not in numba-cuda's simulator, which fills memory no thread wrote with NaN "
                 f"and runs the threads one at a time between barriers (a race or an unwritten read): "
                 f"{sim.failure_line()}"))
-        finding = sanitized.result() if sanitized is not None else ""
+        finding = raced.result() if raced is not None else ""
     return dataclasses.replace(run, status=Status.INCORRECT, seed=seed, message=finding) if finding else run
 
 
+def gpu_run(puzzle_id: str, source: str, name: str, seed: int) -> tuple[GradeResult, str]:
+    """(the kernel's run on the GPU on the hidden cases of ``seed``, '' or memcheck's finding on that run): one
+    child under compute-sanitizer's memcheck, whose outputs are the GPU's (the tool watches the kernel's accesses;
+    a race it leaves to racecheck and the simulator). A memcheck run that gives no verdict (past the kernel's limit,
+    crashed, its report without a summary) is done again as a plain GPU run (`run_source`: a hang is the kernel's
+    timeout there), and where that is right memcheck runs alone (`sanitizer_finding`, with the tool's own limit).
+    ``WORKSHOP_SANITIZE=off``: the plain run, no finding."""
+    if not settings.sanitize_enabled():
+        return run_source(puzzle_id, source, name, "hidden", "gpu"), ""
+    from graders.cuda_engine import sanitizer   # imported here: see `sanitizer_finding`
+    request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
+               "target": "gpu"}
+    child = run_child_unstarved("graders.numba_engine.child", request, timeout_s=timeout_s(), gpu=True,
+                                wrapper=sanitizer.tool_wrapper("memcheck", name), env={"NUMBA_ENABLE_CUDASIM": "0"})
+    if child.ok and "error" not in child.answer:
+        try:
+            finding = sanitizer.findings("memcheck", child.stdout)
+        except sanitizer.SanitizerFailed:
+            pass
+        else:
+            result = GradeResult.from_dict(child.answer)
+            rerun = {"rerun": child.rerun} if child.rerun else {}
+            return dataclasses.replace(result, details=result.details | rerun), finding
+    run = run_source(puzzle_id, source, name, "hidden", "gpu")
+    return run, sanitizer_finding(puzzle_id, source, name, seed, ("memcheck",)) if run.status in CORRECT else ""
+
+
 @functools.cache   # a tool's run that does not finish raises (`sanitizer.SanitizerFailed`): never cached
-def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int) -> str:
-    """'' or the first finding (in this order) of compute-sanitizer on the kernel's hidden cases on the GPU:
-    memcheck, and racecheck when it uses shared memory, the two side by side. (initcheck would find nothing: every
+def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int,
+                      tools: tuple[str, ...] = ("memcheck", "racecheck")) -> str:
+    """'' or the first finding (in this order) of compute-sanitizer's ``tools`` on the kernel's hidden cases on the
+    GPU, side by side (racecheck only where the kernel uses shared memory). (initcheck would find nothing: every
     device array the grader passes is a copy of a host array.)"""
     # imported here: it imports cuda.core (a second), and every puzzles notebook's kernel cell imports this module
     from graders.cuda_engine import sanitizer
-    tools = ("memcheck", "racecheck") if "cuda.shared.array" in source else ("memcheck",)
+    tools = tuple(t for t in tools if t != "racecheck" or "cuda.shared.array" in source)
     request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
                "target": "gpu"}
     def finding(tool: str) -> str:

@@ -60,6 +60,20 @@ def test_memcheck_reports_a_puzzle_kernel_writing_far_past_its_output():
     assert "Invalid __global__ write" in finding, finding
 
 
+def test_the_gpu_run_under_memcheck_grades_and_finds_in_one_child():
+    """`checked_gpu_run`'s GPU run is memcheck's: the reference's verdict is the GPU's own and memcheck silent; the far
+    write is memcheck's finding (the run itself stopped by the tool)."""
+    from puzzle_cells import REFERENCE, run_cells
+
+    from graders.numba_engine import grade as puzzle_grade
+    from graders.numba_engine.kernel_source import kernel_source
+    from graders.result import Status
+    run, finding = puzzle_grade.gpu_run("map", *kernel_source(run_cells(REFERENCE["map"])["map_kernel"]), 1)
+    assert run.status == Status.OK and run.target == "gpu" and run.seed == 1 and finding == "", (run, finding)
+    run, finding = puzzle_grade.gpu_run("map", *kernel_source(run_cells(FAR_WRITE)["map_kernel"]), 1)
+    assert "Invalid __global__ write" in finding, (run, finding)
+
+
 def test_a_clean_puzzle_kernel_is_silent_under_the_sanitizer():
     from puzzle_cells import REFERENCE, run_cells
 

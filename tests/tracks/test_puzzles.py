@@ -18,6 +18,7 @@ from graders.numba_engine.grade import (PuzzleFailed, assert_correct, assert_wit
                                         grade_limits)
 from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.sandbox import starvation
+from graders.sandbox.run import ChildResult
 from graders.tracks import expected_points
 from puzzle_cells import REFERENCE, SOLUTIONS, run_cells
 from workshop.cells import read_cells
@@ -262,16 +263,10 @@ def test_guard_band_catches_any_write_past_the_array_even_nan():
 RACY = sorted(SOLUTIONS.glob("racy/*.py"))
 
 
-def _gpu_run_taken_as(monkeypatch, gpu_run, seconds: float = 0.0) -> None:
-    """`checked_gpu_run`'s GPU run answered by ``gpu_run`` (after ``seconds``); the simulator's runs are real."""
-    real = puzzle_grade.run_source
-
-    def run_source(puzzle_id, source, name, mode, on):
-        if on == "gpu":
-            time.sleep(seconds)
-            return gpu_run
-        return real(puzzle_id, source, name, mode, on)
-    monkeypatch.setattr(puzzle_grade, "run_source", run_source)
+def _gpu_run_taken_as(monkeypatch, run, seconds: float = 0.0, memcheck: str = "") -> None:
+    """`checked_gpu_run`'s GPU run (memcheck's) answered by ``run`` and ``memcheck``'s finding (after ``seconds``);
+    the simulator's runs are real."""
+    monkeypatch.setattr(puzzle_grade, "gpu_run", lambda *args: time.sleep(seconds) or (run, memcheck))
 
 
 @pytest.mark.parametrize("path", RACY, ids=lambda p: p.stem)
@@ -346,7 +341,73 @@ def test_a_sanitizer_finding_fails_the_run_with_the_seed_it_ran_on(monkeypatch):
                         lambda *args: seen.append(args) or "racecheck found 1 hazard")
     checked = puzzle_grade.checked_gpu_run("matmul", kernel)
     assert checked.status == puzzle_grade.Status.INCORRECT and checked.message == "racecheck found 1 hazard"
-    assert checked.seed == 77 and seen[0][-1] == 77
+    assert checked.seed == 77 and seen == [("matmul", *puzzle_grade._source(kernel), 77, ("racecheck",))]
+
+
+@pytest.mark.parametrize("status", [puzzle_grade.Status.OK, puzzle_grade.Status.KERNEL_ERROR])
+def test_memchecks_finding_fails_the_gpu_run_it_watched_right_or_not(monkeypatch, status):
+    """The GPU run is memcheck's: its finding is the grade's message, whatever the run's outputs were (a kernel
+    memcheck stopped fails with the driver's error, less useful than where it wrote); racecheck is not read."""
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    _gpu_run_taken_as(monkeypatch, puzzle_grade.GradeResult("matmul", status, cases=3, seed=1, target="gpu"),
+                      memcheck="compute-sanitizer --tool memcheck found 2 error(s); the first: Invalid __global__ write")
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: pytest.fail("racecheck's outcome read"))
+    monkeypatch.setenv("WORKSHOP_SEED", "5")
+    checked = puzzle_grade.checked_gpu_run("matmul", kernel)
+    assert checked.status == puzzle_grade.Status.INCORRECT and checked.seed == 5
+    assert checked.message.startswith("compute-sanitizer --tool memcheck found 2 error(s)")
+
+
+def _child_answering(monkeypatch, child: ChildResult) -> list[dict]:
+    """`gpu_run`'s child stood in for by ``child``; the calls it got, each its handler, request and options."""
+    calls: list[dict] = []
+    monkeypatch.setattr(puzzle_grade, "run_child_unstarved", lambda handler, request, **options: calls.append(
+        {"handler": handler, "request": request, **options}) or child)
+    return calls
+
+
+def test_the_gpu_run_is_one_child_under_memcheck_on_the_checks_seed(monkeypatch, tmp_path):
+    tool = tmp_path / "compute-sanitizer"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(tool))
+    answer = puzzle_grade.GradeResult("map", puzzle_grade.Status.OK, cases=4, seed=9, hidden=True, target="gpu")
+    calls = _child_answering(monkeypatch, ChildResult("ok", answer.as_dict(), stdout="========= ERROR SUMMARY: 0 errors\n"))
+    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: pytest.fail("a second GPU run"))
+    run, finding = puzzle_grade.gpu_run("map", "source", "map_kernel", 9)
+    assert (run, finding) == (answer, "")
+    (call,) = calls
+    assert call["request"]["seed"] == 9 and call["request"]["target"] == "gpu" and call["gpu"]
+    assert call["wrapper"][:3] == (str(tool), "--tool", "memcheck") and "kns=map_kernel" in call["wrapper"]
+    assert call["timeout_s"] == puzzle_grade.timeout_s()   # a hang costs the kernel's limit, not the tool's
+
+
+@pytest.mark.parametrize("child", [ChildResult("timeout", message="ran past 30 s"), ChildResult("crash"),
+                                   ChildResult("ok", {"status": "ok"}, stdout="no summary: the tool did not check")],
+                         ids=["timeout", "crash", "no summary"])
+def test_a_memcheck_run_without_a_verdict_is_done_again_plainly_then_memcheck_alone(monkeypatch, tmp_path, child):
+    tool = tmp_path / "compute-sanitizer"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(tool))
+    _child_answering(monkeypatch, child)
+    plain = puzzle_grade.GradeResult("map", puzzle_grade.Status.OK, cases=4, seed=3, target="gpu")
+    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: plain)
+    alone = []
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: alone.append(args) or "")
+    assert puzzle_grade.gpu_run("map", "source", "map_kernel", 9) == (plain, "")
+    assert alone == [("map", "source", "map_kernel", 9, ("memcheck",))]
+    timed_out = puzzle_grade.GradeResult("map", puzzle_grade.Status.TIMEOUT, "ran past 30 s", target="gpu")
+    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: timed_out)   # a hang: no memcheck after it
+    assert puzzle_grade.gpu_run("map", "source", "map_kernel", 9) == (timed_out, "") and len(alone) == 1
+
+
+def test_without_the_sanitizer_the_gpu_run_is_a_plain_one(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
+    plain = puzzle_grade.GradeResult("map", puzzle_grade.Status.OK, cases=4, seed=3, target="gpu")
+    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: plain)
+    monkeypatch.setattr(puzzle_grade, "run_child_unstarved", lambda *args, **kwargs: pytest.fail("a memcheck run"))
+    assert puzzle_grade.gpu_run("map", "source", "map_kernel", 9) == (plain, "")
 
 
 def test_the_checks_run_beside_the_gpu_run_and_record_their_seconds(monkeypatch):
