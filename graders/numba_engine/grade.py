@@ -299,10 +299,11 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
 def gpu_run(puzzle_id: str, source: str, name: str, seed: int) -> tuple[GradeResult, str]:
     """(the kernel's run on the GPU on the hidden cases of ``seed``, '' or memcheck's finding on that run): one
     child under compute-sanitizer's memcheck, whose outputs are the GPU's (the tool watches the kernel's accesses;
-    a race it leaves to racecheck and the simulator). A memcheck run that gives no verdict (past the kernel's limit,
-    crashed, its report without a summary) is done again as a plain GPU run (`run_source`: a hang is the kernel's
-    timeout there), and where that is right memcheck runs alone (`sanitizer_finding`, with the tool's own limit).
-    ``WORKSHOP_SANITIZE=off``: the plain run, no finding."""
+    a race it leaves to racecheck and the simulator), with the kernel's own time limit: a puzzle's launches take
+    milliseconds under the tool, so a run past it is the kernel's timeout, as it is without the tool (a starved one
+    runs again, `run_child_unstarved`). A memcheck run that gives no verdict otherwise (crashed, its report without a
+    summary) is done again as a plain GPU run (`run_source`), and where that is right memcheck runs alone
+    (`sanitizer_finding`, with the tool's own limit). ``WORKSHOP_SANITIZE=off``: the plain run, no finding."""
     if not settings.sanitize_enabled():
         return run_source(puzzle_id, source, name, "hidden", "gpu"), ""
     from graders.cuda_engine import sanitizer   # imported here: see `sanitizer_finding`
@@ -310,6 +311,10 @@ def gpu_run(puzzle_id: str, source: str, name: str, seed: int) -> tuple[GradeRes
                "target": "gpu"}
     child = run_child_unstarved("graders.numba_engine.child", request, timeout_s=timeout_s(), gpu=True,
                                 wrapper=sanitizer.tool_wrapper("memcheck", name), env={"NUMBA_ENABLE_CUDASIM": "0"})
+    rerun = {"rerun": child.rerun} if child.rerun else {}   # the run that gave this result was a second one
+    if child.status == Status.TIMEOUT:
+        return GradeResult(puzzle_id, Status.TIMEOUT, f"{child.message} (under compute-sanitizer's memcheck)",
+                           hidden=True, seed=seed, target="gpu", details=rerun), ""
     if child.ok and "error" not in child.answer:
         try:
             finding = sanitizer.findings("memcheck", child.stdout)
@@ -317,7 +322,6 @@ def gpu_run(puzzle_id: str, source: str, name: str, seed: int) -> tuple[GradeRes
             pass
         else:
             result = GradeResult.from_dict(child.answer)
-            rerun = {"rerun": child.rerun} if child.rerun else {}
             return dataclasses.replace(result, details=result.details | rerun), finding
     run = run_source(puzzle_id, source, name, "hidden", "gpu")
     return run, sanitizer_finding(puzzle_id, source, name, seed, ("memcheck",)) if run.status in CORRECT else ""

@@ -25,7 +25,7 @@ def test_a_busy_worker_never_records_a_zero(released, tmp_path, monkeypatch):
     monkeypatch.setenv("WORKSHOP_KERNEL_TIMEOUT", "5")
     course = CourseCopy(released["puzzles"], tmp_path / "course")
     course.submit("reference", submissions.reference_answers())
-    with busy_cpu(2) as cpu:
+    with busy_cpu(4) as cpu:
         done = on_cpu(cpu, lambda: nbgrader(course.root, "autograde", "puzzles", "--student=reference", "--force",
                                             f"--StartTrustedGrading.workers={len(catalogue.PUZZLES)}", check=False))
     log = done.stdout + done.stderr

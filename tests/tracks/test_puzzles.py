@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -366,11 +367,16 @@ def _child_answering(monkeypatch, child: ChildResult) -> list[dict]:
     return calls
 
 
-def test_the_gpu_run_is_one_child_under_memcheck_on_the_checks_seed(monkeypatch, tmp_path):
+def _fake_sanitizer(monkeypatch, tmp_path) -> Path:
     tool = tmp_path / "compute-sanitizer"
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(tool))
+    return tool
+
+
+def test_the_gpu_run_is_one_child_under_memcheck_on_the_checks_seed(monkeypatch, tmp_path):
+    tool = _fake_sanitizer(monkeypatch, tmp_path)
     answer = puzzle_grade.GradeResult("map", puzzle_grade.Status.OK, cases=4, seed=9, hidden=True, target="gpu")
     calls = _child_answering(monkeypatch, ChildResult("ok", answer.as_dict(), stdout="========= ERROR SUMMARY: 0 errors\n"))
     monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: pytest.fail("a second GPU run"))
@@ -382,14 +388,21 @@ def test_the_gpu_run_is_one_child_under_memcheck_on_the_checks_seed(monkeypatch,
     assert call["timeout_s"] == puzzle_grade.timeout_s()   # a hang costs the kernel's limit, not the tool's
 
 
-@pytest.mark.parametrize("child", [ChildResult("timeout", message="ran past 30 s"), ChildResult("crash"),
+def test_a_memcheck_run_past_the_kernels_limit_is_the_kernels_timeout(monkeypatch, tmp_path):
+    """A hanging kernel costs its limit once: no plain run after it."""
+    _fake_sanitizer(monkeypatch, tmp_path)
+    _child_answering(monkeypatch, ChildResult("timeout", message="ran past its 30 s limit"))
+    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: pytest.fail("a second GPU run"))
+    run, finding = puzzle_grade.gpu_run("map", "source", "map_kernel", 9)
+    assert (run.status, run.seed, run.target, finding) == (puzzle_grade.Status.TIMEOUT, 9, "gpu", "")
+    assert run.message == "ran past its 30 s limit (under compute-sanitizer's memcheck)"
+
+
+@pytest.mark.parametrize("child", [ChildResult("crash"), ChildResult("ok", {"error": "the handler raised"}),
                                    ChildResult("ok", {"status": "ok"}, stdout="no summary: the tool did not check")],
-                         ids=["timeout", "crash", "no summary"])
+                         ids=["crash", "handler error", "no summary"])
 def test_a_memcheck_run_without_a_verdict_is_done_again_plainly_then_memcheck_alone(monkeypatch, tmp_path, child):
-    tool = tmp_path / "compute-sanitizer"
-    tool.write_text("#!/bin/sh\n")
-    tool.chmod(0o755)
-    monkeypatch.setenv("WORKSHOP_COMPUTE_SANITIZER", str(tool))
+    _fake_sanitizer(monkeypatch, tmp_path)
     _child_answering(monkeypatch, child)
     plain = puzzle_grade.GradeResult("map", puzzle_grade.Status.OK, cases=4, seed=3, target="gpu")
     monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: plain)
@@ -397,9 +410,9 @@ def test_a_memcheck_run_without_a_verdict_is_done_again_plainly_then_memcheck_al
     monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: alone.append(args) or "")
     assert puzzle_grade.gpu_run("map", "source", "map_kernel", 9) == (plain, "")
     assert alone == [("map", "source", "map_kernel", 9, ("memcheck",))]
-    timed_out = puzzle_grade.GradeResult("map", puzzle_grade.Status.TIMEOUT, "ran past 30 s", target="gpu")
-    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: timed_out)   # a hang: no memcheck after it
-    assert puzzle_grade.gpu_run("map", "source", "map_kernel", 9) == (timed_out, "") and len(alone) == 1
+    wrong = puzzle_grade.GradeResult("map", puzzle_grade.Status.INCORRECT, "out[0] = 1, expected 2", target="gpu")
+    monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: wrong)   # wrong: no memcheck after it
+    assert puzzle_grade.gpu_run("map", "source", "map_kernel", 9) == (wrong, "") and len(alone) == 1
 
 
 def test_without_the_sanitizer_the_gpu_run_is_a_plain_one(monkeypatch):
