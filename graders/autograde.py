@@ -289,7 +289,10 @@ class _Grading:
     notebook's run and the untimed tests (nothing is timed then); a test with a together-handler
     (`graders.hidden_tests.PREPARE_TOGETHER`, e.g. the CUDA kernels' `graders.cuda_engine.grade.prepare_together`:
     one compute-sanitizer child per tool for all of them) has all its calls prepared by it at once, as one of
-    those jobs. The first timed test waits for all three."""
+    those jobs. The first timed test waits for all three. An untimed test may have a preparation too (the puzzles'
+    GPU runs, `graders.numba_engine.grade.prepare_correctness_together`): those are prepared from the start as
+    well, beside the timed tests' (`_prepare`), and each such test waits for them, queued after the untimed tests
+    that have none."""
 
     def __init__(self, cells: list[NotebookNode], submission: Submission, workers: int, log, *,
                  time_limit: float, refused: str = "", student: str = ""):
@@ -299,7 +302,7 @@ class _Grading:
         self.deadline, self.time_limit = time.monotonic() + time_limit, time_limit
         self.outputs: dict[str, list[NotebookNode]] = {}
         self.results: dict[str, list[dict]] = {}   # what each test graded (`graders.result.publish`)
-        self.prepared: dict[str, object] = {}       # what each timed test's preparation returned
+        self.prepared: dict[str, object] = {}       # what each test's preparation returned
         self.failure: BaseException | None = None
         self.notebook_done = threading.Event()
         self.stdout = _ThreadStdout(sys.stdout)
@@ -310,11 +313,20 @@ class _Grading:
     def _run(self) -> None:
         alone = [g for g, (name, _) in self.calls.items() if name in RUN_ALONE]
         together = [g for g in self.calls if g not in alone]
+        waiting = [g for g in together if self.calls[g][0] in PREPARE]   # untimed tests read their preparation
+        together = [g for g in together if g not in waiting] + waiting    # the others first, while it runs
         try:
-            with ThreadPoolExecutor(1, thread_name_prefix="preparing") as early:
-                preparing = early.submit(self._prepare, alone)
+            with ThreadPoolExecutor(2, thread_name_prefix="preparing") as early:
+                ready = early.submit(self._prepare, waiting, "untimed")
+                preparing = early.submit(self._prepare, alone, "timed")
+
+                def grade(grade_id: str) -> list[NotebookNode]:
+                    if grade_id in waiting:
+                        ready.result()
+                    return self._grade(grade_id, sessions)
+
                 with SessionPool() as sessions, ThreadPoolExecutor(max(1, self.workers)) as pool:
-                    self.outputs.update(zip(together, pool.map(lambda g: self._grade(g, sessions), together)))
+                    self.outputs.update(zip(together, pool.map(grade, together)))
                 if sessions.started:
                     self.log.info("The untimed hidden tests ran in %d grading child(ren), a fork of one for each "
                                   "request", sessions.started)
@@ -343,19 +355,19 @@ class _Grading:
         for line in lines:
             self.log.warning("%s", line)
 
-    def _prepare(self, alone: list[str]) -> None:
-        """The preparations of the timed tests ``alone`` (those that have one), side by side; each one's value is
-        kept for its test (`_grade`). A test's calls whose test has a together-handler
+    def _prepare(self, tests: list[str], kind: str) -> None:
+        """The preparations of the ``kind`` ("timed" or "untimed") tests ``tests`` (those that have one), side by
+        side; each one's value is kept for its test (`_grade`). A test's calls whose test has a together-handler
         (`graders.hidden_tests.PREPARE_TOGETHER`) are handed to it at once, one job beside the others; where it
         raises, each of them is prepared alone. A preparation that raises is logged, and its test does that work
         itself."""
-        jobs = [g for g in alone if self.calls[g][0] in PREPARE and not isinstance(self.calls[g][1], Exception)]
+        jobs = [g for g in tests if self.calls[g][0] in PREPARE and not isinstance(self.calls[g][1], Exception)]
         if not jobs:
             return
         started, workers = time.monotonic(), preparing_workers()
         if not workers:
-            self.log.info("%d timed hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0): each does that work "
-                          "itself", len(jobs))
+            self.log.info("%d %s hidden tests not prepared (WORKSHOP_PREPARING_WORKERS=0): each does that work "
+                          "itself", len(jobs), kind)
             return
         groups: dict[str, list[str]] = {}
         for grade_id in jobs:
@@ -363,18 +375,19 @@ class _Grading:
                 groups.setdefault(self.calls[grade_id][0], []).append(grade_id)
         single = [g for g in jobs if self.calls[g][0] not in PREPARE_TOGETHER]
         with ThreadPoolExecutor(min(workers, len(single) + len(groups))) as pool:
-            grouped = {name: pool.submit(self._prepare_together, name, ids) for name, ids in groups.items()}
+            grouped = {name: pool.submit(self._prepare_together, name, ids, kind) for name, ids in groups.items()}
             values = dict(zip(single, pool.map(self._prepare_one, single)))
             for name, future in grouped.items():
                 together = future.result()
                 if together is None:   # its handler raised: each call is prepared alone
                     together = dict(zip(groups[name], pool.map(self._prepare_one, groups[name])))
                 values |= together
-        self.prepared.update((g, value) for g, value in values.items() if value is not None)
-        self.log.info("%d of %d timed hidden tests prepared in %.1f s, %d at a time", len(self.prepared), len(jobs),
+        prepared = {g: value for g, value in values.items() if value is not None}
+        self.prepared.update(prepared)
+        self.log.info("%d of %d %s hidden tests prepared in %.1f s, %d at a time", len(prepared), len(jobs), kind,
                       time.monotonic() - started, workers)
 
-    def _prepare_together(self, name: str, grade_ids: list[str]) -> dict[str, object] | None:
+    def _prepare_together(self, name: str, grade_ids: list[str], kind: str) -> dict[str, object] | None:
         """The values of the preparations of test ``name``'s calls ``grade_ids``, from its together-handler at once
         (a call whose arguments cannot be read, or whose value is an exception, is logged and not prepared); None
         where the handler raised (logged): each is then prepared alone."""
@@ -397,8 +410,9 @@ class _Grading:
             if isinstance(value, Exception):
                 self._not_prepared(grade_id, value)
                 values[grade_id] = None
-        self.log.info("%s: %d of %d timed hidden tests prepared together in %.1f s", name,
-                      sum(value is not None for value in values.values()), len(grade_ids), time.monotonic() - started)
+        self.log.info("%s: %d of %d %s hidden tests prepared together in %.1f s", name,
+                      sum(value is not None for value in values.values()), len(grade_ids), kind,
+                      time.monotonic() - started)
         return values
 
     def _prepare_one(self, grade_id: str):

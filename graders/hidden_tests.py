@@ -8,7 +8,7 @@ A hidden test cell holds one call, e.g. ``score('gemm', 'naive', naive_src)``. T
 - the trusted grader (`graders.autograde`), inside nbgrader's own process: it makes the same call with
   arguments read from the submitted file and writes the cell's output itself. Before a submission's first timed
   test it runs the timed tests' preparations (`hidden_test`'s ``prepare``, or ``prepare_together`` for all of a
-  test's calls at once), whose values the tests read (`prepared`).
+  test's calls at once; an untimed test's from the grading's start), whose values the tests read (`prepared`).
 """
 from __future__ import annotations
 
@@ -174,10 +174,10 @@ def hidden_test(function: Callable | None = None, *, alone: bool = False, prepar
     """Register ``function`` for the trusted grader; return its notebook-side wrapper.
 
     ``@hidden_test(alone=True)`` marks a test that measures speed: the trusted grader runs it by itself.
-    ``prepare`` (of a timed test; called with the test's arguments) does work the test needs that times nothing:
-    the trusted grader runs the preparations of a submission's timed tests side by side before the first of them,
-    and hands each test what its preparation returned (`prepared`); a preparation that raises leaves that work to
-    the test. ``prepare_together`` (beside ``prepare``), called once with the list of all of a submission's calls of
+    ``prepare`` (called with the test's arguments) does work the test needs that times nothing: the trusted grader
+    runs the preparations of a submission's timed tests side by side before the first of them (an untimed test's
+    from the grading's start, the test waiting for them), and hands each test what its preparation returned
+    (`prepared`; None: the test does that work itself); a preparation that raises leaves that work to the test. ``prepare_together`` (beside ``prepare``), called once with the list of all of a submission's calls of
     the test (each its arguments and keywords), returns for each call, in order, what ``prepare`` would return or
     the exception it would raise: work that costs less for them all at once; where it raises, the trusted grader
     runs ``prepare`` for each call instead."""

@@ -1,6 +1,7 @@
 """Child-process side of puzzle grading: run the student's kernel source on fresh inputs and report.
 
-Request: ``{"puzzle", "source", "kernel_name", "mode": "public"|"hidden", "seed", "target": "sim"|"gpu"}``.
+Request: ``{"puzzle", "source", "kernel_name", "mode": "public"|"hidden", "seed", "target": "sim"|"gpu"}``, or
+``{"launches": [request, ...]}`` for several kernels of one submission in turn.
 The source is checked against the numba-CUDA kernel subset (`graders.numba_engine.numba_subset`) before any of it runs;
 outside it, the answer is the check's message and nothing is run. On ``sim`` (numba-cuda's simulator,
 ``NUMBA_ENABLE_CUDASIM=1`` set by the parent) every global access is counted per thread and the puzzle's
@@ -34,6 +35,10 @@ PRINTING = "__printing__"   # a name the kernel subset forbids students, so only
 
 
 def handle(request: dict) -> dict:
+    """One request's answer; a request of ``{"launches": [request, ...]}`` (one submission's kernels, in turn in this
+    process) answers ``{"launches": [answer, ...]}``."""
+    if "launches" in request:
+        return {"launches": [handle(launch) for launch in request["launches"]]}
     target = request["target"]
     if (target == "sim") != bool(config.ENABLE_CUDASIM):
         raise RuntimeError(f"target {target!r} but NUMBA_ENABLE_CUDASIM={config.ENABLE_CUDASIM}")

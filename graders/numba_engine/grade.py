@@ -47,6 +47,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 import os
 import threading
 import time
@@ -54,12 +55,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from graders import settings
 from graders.gpu import detect_gpu
-from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test
+from graders.hidden_tests import TestFailed, autograding_in_notebook, hidden_test, prepared
 from graders.numba_engine import catalogue
 from graders.numba_engine.kernel_source import KernelSourceError, SubmittedKernel, kernel_source
 from graders.numba_engine.puzzle import NOT_WRITTEN
 from graders.result import GradeResult, Status, hidden_seed, publish
-from graders.sandbox.run import ChildWatch, watching
+from graders.sandbox.run import ChildWatch, run_child, watching
 from graders.sandbox.session import process_session
 from graders.sandbox.starvation import run_child_unstarved
 
@@ -246,7 +247,8 @@ def _watched(watch: ChildWatch, function, *args):
         return function(*args)
 
 
-def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = None) -> GradeResult:
+def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = None,
+                    batched: dict | None = None) -> GradeResult:
     """The kernel's run on the GPU on the hidden cases, held, where its outputs are right, to more checks, since a
     race or a read of memory no thread wrote can come out right on a GPU by chance: the simulator's verdict on
     hidden cases (its shared and local memory start as NaN, its threads run one at a time between barriers), then
@@ -258,7 +260,9 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
     what it raised, is read only where the ones before it passed, so a wrong kernel's grade is the GPU run's as if
     the checks had not run (memcheck's finding, where it has one, is its message); racecheck's run still under way
     when its outcome will not be read is killed (a hanging kernel's ran to the tool's limit). ``phases`` gets each
-    one's seconds (``gpu_run``, ``simulator``, ``sanitizer``)."""
+    one's seconds (``gpu_run``, ``simulator``, ``sanitizer``). ``batched`` (`prepare_correctness_together`'s value):
+    the GPU run, memcheck's clean, from the submission's batch, and racecheck run here only where its batch did not
+    clear the kernel."""
     phases = {} if phases is None else phases
     try:
         source, name = _source(kernel)
@@ -266,11 +270,13 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
         return GradeResult(puzzle_id, Status.REFUSED, str(exc), hidden=True, target="gpu")
     if untouched_stub(source, name):
         return run_source(puzzle_id, source, name, "hidden", "gpu")   # refused unrun: nothing to check
-    seed = hidden_seed()
-    racecheck = settings.sanitize_enabled() and "cuda.shared.array" in source
+    seed = batched["run"].seed if batched else hidden_seed()
+    racecheck = (settings.sanitize_enabled() and "cuda.shared.array" in source and
+                 not (batched and batched["racecheck_cleared"]))
     watch = ChildWatch()   # racecheck's run, killed once the GPU run is wrong: a hang's took minutes
     with ThreadPoolExecutor(2, thread_name_prefix="gpu-checks") as pool:
-        running = pool.submit(_timed_call, phases, "gpu_run", gpu_run, puzzle_id, source, name, seed)
+        running = (pool.submit(lambda: (batched["run"], "")) if batched else
+                   pool.submit(_timed_call, phases, "gpu_run", gpu_run, puzzle_id, source, name, seed))
         raced = (pool.submit(_timed_call, phases, "sanitizer", _watched, watch, sanitizer_finding, puzzle_id, source,
                              name, seed, ("racecheck",)) if racecheck else None)
         sim_error: Exception | None = None
@@ -345,15 +351,98 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int,
         return next((found for found in pool.map(lambda c, t: c.run(finding, t), contexts, tools) if found), "")
 
 
-@hidden_test
+def prepare_correctness(puzzle_id: str, kernel) -> None:
+    """A puzzle prepared alone has nothing prepared: its test runs its checks beside the simulator's
+    (`checked_gpu_run`)."""
+    return None
+
+
+def prepare_correctness_together(calls: list[tuple[tuple, dict]]) -> list:
+    """For each of a submission's ``grade_correctness`` calls, on a GPU worker with the sanitizer on: its kernel's
+    GPU run from one child that runs every call's kernel in turn under memcheck (`checked_gpu_run`'s run, each on a
+    seed of its own), and whether racecheck cleared it, from one child that runs the kernels using shared memory in
+    turn under racecheck; the two children side by side. A puzzle's kernel takes a few hundredths of a second where
+    a child of its own starts Python, numba and CUDA first (about a second, with sixteen more at once).
+
+    The memcheck child's runs are kept only where the child finished within the kernels' time limit, answered
+    every one and memcheck counted no error in any: otherwise each call's value is `NotBatched` and its test does
+    its own checks. Racecheck likewise clears all its kernels or none (its test then runs racecheck alone). A value
+    is ``{"run": GradeResult, "racecheck_cleared": bool}``; None elsewhere (on the simulator, or the sanitizer
+    off): each test does its work."""
+    if target() != "gpu" or not settings.sanitize_enabled():
+        return [None] * len(calls)
+    from graders.cuda_engine import sanitizer   # imported here: see `sanitizer_finding`
+    values: list = [None] * len(calls)
+    requests: dict[int, dict] = {}
+    for i, (args, kwargs) in enumerate(calls):
+        puzzle_id, kernel = _call_arguments(args, kwargs)
+        try:
+            source, name = _source(kernel)
+        except KernelSourceError as exc:
+            values[i] = NotBatched(str(exc))
+            continue
+        requests[i] = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden",
+                       "seed": hidden_seed(), "target": "gpu"}
+    shared = [i for i, request in requests.items() if "cuda.shared.array" in request["source"]]
+    with ThreadPoolExecutor(2, thread_name_prefix="gpu-batch") as pool:
+        memchecked = pool.submit(_batch, sanitizer, "memcheck", list(requests.values()))
+        raced = pool.submit(_batch, sanitizer, "racecheck", [requests[i] for i in shared]) if shared else None
+        answers = memchecked.result()
+        racecheck_cleared = raced is not None and raced.result() is not None
+    for i, answer in zip(requests, answers or [None] * len(requests)):
+        values[i] = (NotBatched("the submission's memcheck run did not clear every kernel") if answer is None else
+                     {"run": GradeResult.from_dict(answer), "racecheck_cleared": racecheck_cleared and i in shared})
+    return values
+
+
+class NotBatched(RuntimeError):
+    """A puzzle whose GPU run was not taken from the submission's batch: its test does its own checks."""
+
+
+def _call_arguments(args: tuple, kwargs: dict) -> tuple[str, object]:
+    """(puzzle_id, kernel) of a ``grade_correctness`` call."""
+    bound = inspect.signature(grade_correctness.__wrapped__).bind(*args, **kwargs)
+    return bound.arguments["puzzle_id"], bound.arguments["kernel"]
+
+
+# A batch's verdicts that leave its process as it found them: after a kernel error (the CUDA context may be lost)
+# the later kernels' verdicts could be that kernel's doing.
+BATCH_CLEAN = frozenset(map(str, (Status.OK, Status.LIMITS, Status.INCORRECT, Status.OOB_WRITE, Status.REFUSED,
+                                  Status.COMPILE_ERROR)))
+
+
+def _batch(sanitizer, tool: str, requests: list[dict]) -> list[dict] | None:
+    """The answers of one child that runs ``requests`` in turn under compute-sanitizer's ``tool``, watching each
+    request's kernel, within the kernels' time limit; None unless it finished, answered each with a result on
+    its own puzzle and seed, each a verdict in `BATCH_CLEAN`, and the tool counted no error."""
+    names = tuple(dict.fromkeys(request["kernel_name"] for request in requests))
+    child = run_child("graders.numba_engine.child", {"launches": requests}, timeout_s=timeout_s(), gpu=True,
+                      wrapper=sanitizer.tool_wrapper(tool, names), env={"NUMBA_ENABLE_CUDASIM": "0"})
+    answers = child.answer.get("launches") if child.ok else None
+    if not isinstance(answers, list) or len(answers) != len(requests):
+        return None
+    if not all(isinstance(a, dict) and (a.get("test"), a.get("seed")) == (r["puzzle"], r["seed"]) and
+               a.get("status") in BATCH_CLEAN for a, r in zip(answers, requests)):
+        return None
+    try:
+        return None if sanitizer.findings(tool, child.stdout) else answers
+    except sanitizer.SanitizerFailed:
+        return None
+
+
+@hidden_test(prepare=prepare_correctness, prepare_together=prepare_correctness_together)
 def grade_correctness(puzzle_id: str, kernel) -> None:
     """Hidden test: correct on fresh random inputs at every hidden size, or `PuzzleFailed`; on the GPU,
-    `checked_gpu_run`. The result's ``phases``: the seconds of the run (``gpu_run`` or ``sim_run``) and of
-    each check after it, for the TA's log and `benchmarks.grading_time`."""
+    `checked_gpu_run` (with the submission's batched GPU run where the trusted grader prepared one). The result's
+    ``phases``: the seconds of the run (``gpu_run`` or ``sim_run``) and of each check after it, for the TA's log
+    and `benchmarks.grading_time`."""
     title = catalogue.get(puzzle_id).title
     phases: dict[str, float] = {}
     if target() == "gpu":
-        run = checked_gpu_run(puzzle_id, kernel, phases)
+        batched = prepared()
+        run = checked_gpu_run(puzzle_id, kernel, phases, batched)
+        if batched:
+            run = dataclasses.replace(run, details=run.details | {"batched": True})
     else:
         with _timed(phases, "sim_run"):
             run = _run(puzzle_id, kernel, "hidden", "sim")

@@ -299,6 +299,43 @@ def test_a_tests_calls_with_a_together_handler_are_prepared_at_once_beside_the_o
     assert any(line.startswith("4 of 6 timed hidden tests prepared in ") for line in log.lines), log.lines
 
 
+def test_an_untimed_tests_calls_are_prepared_together_from_the_start_and_the_other_untimed_tests_run_meanwhile(
+        monkeypatch):
+    """An untimed test with a together-handler (the puzzles' batched GPU runs): its calls are handed to it once at
+    the grading's start; each of its tests waits for the values and reads its own; an untimed test without a
+    preparation is not held back by it (it runs while the handler is still at work); the log says "untimed"."""
+    events, release, seen = [], threading.Event(), {}
+
+    def together(calls):
+        events.append("together begins")
+        assert release.wait(10), "the other untimed test did not run while the preparation was under way"
+        events.append("together ends")
+        return [f"batched {args[0]}" for args, _ in calls]
+
+    def checked(name):
+        seen[name] = hidden_tests.prepared()
+        events.append(f"checked {name}")
+
+    def plain(name):
+        events.append(f"plain {name}")
+        release.set()
+
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "checked", checked)
+    monkeypatch.setitem(autograde.HIDDEN_TESTS, "plain", plain)
+    monkeypatch.setitem(autograde.PREPARE, "checked", lambda *a, **k: pytest.fail("prepared alone"))
+    monkeypatch.setitem(autograde.PREPARE_TOGETHER, "checked", hidden_tests._skipping_stubs_together(together))
+    monkeypatch.setattr(autograde, "preparing_workers", lambda: 2)
+    cells = [new_code_cell(f"checked('c{i}')", metadata={"nbgrader": {"grade_id": f"c{i}"}}) for i in range(3)]
+    cells.append(new_code_cell("plain('p')", metadata={"nbgrader": {"grade_id": "p"}}))
+    log = _Log()
+    autograde._Grading(cells, Submission(new_notebook()), 2, log, time_limit=60).finish()
+    assert events[:3] == ["together begins", "plain p", "together ends"] or \
+        events[:3] == ["plain p", "together begins", "together ends"], events
+    assert sorted(events[3:]) == ["checked c0", "checked c1", "checked c2"]
+    assert seen == {f"c{i}": f"batched c{i}" for i in range(3)}
+    assert any(line.startswith("checked: 3 of 3 untimed hidden tests prepared together in ") for line in log.lines)
+
+
 def test_a_together_handler_that_raises_leaves_each_call_to_its_own_preparation(monkeypatch):
     seen, single = {}, []
 

@@ -450,3 +450,116 @@ def test_the_puzzle_grader_imports_cuda_core_only_when_it_runs_the_sanitizer():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=settings.PACKAGE_ROOT,
                           check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def _batch_calls(*puzzle_ids: str) -> list[tuple[tuple, dict]]:
+    """``grade_correctness`` calls of the references of ``puzzle_ids``, as the trusted grader hands them."""
+    return [((p, puzzle_grade.SubmittedKernel(*puzzle_grade._source(
+        run_cells(REFERENCE[p])[catalogue.get(p).kernel_name]))), {}) for p in puzzle_ids]
+
+
+def _batch_children(monkeypatch, tmp_path, answer) -> list[dict]:
+    """The batch's children stood in for on a GPU worker: ``answer(tool, request)`` is each child's ChildResult;
+    the calls they got."""
+    _fake_sanitizer(monkeypatch, tmp_path)
+    monkeypatch.setattr(puzzle_grade, "target", lambda: "gpu")
+    calls: list[dict] = []
+
+    def run_child(handler, request, **options):
+        tool = options["wrapper"][2]
+        calls.append({"tool": tool, "request": request, **options})
+        return answer(tool, request)
+    monkeypatch.setattr(puzzle_grade, "run_child", run_child)
+    return calls
+
+
+def _answered(request: dict, status: str = "ok", summary: str = "========= ERROR SUMMARY: 0 errors\n",
+              **changed) -> ChildResult:
+    answers = [puzzle_grade.GradeResult(r["puzzle"], puzzle_grade.Status(status), cases=3, seed=r["seed"],
+                                        target="gpu").as_dict() | changed for r in request["launches"]]
+    return ChildResult("ok", {"launches": answers}, stdout=summary)
+
+
+def test_a_submissions_puzzles_run_on_the_gpu_in_one_memcheck_child_and_one_racecheck_child(monkeypatch, tmp_path):
+    """One child a tool, side by side, each running the kernels in turn on seeds of their own, within the kernels'
+    limit; the values are the memcheck child's runs, racecheck cleared for the kernels that use shared memory."""
+    calls = _batch_children(monkeypatch, tmp_path, lambda tool, request: _answered(request))
+    values = puzzle_grade.prepare_correctness_together(_batch_calls("map", "shared", "zip"))
+    memcheck, racecheck = sorted(calls, key=lambda c: c["tool"])
+    assert [r["puzzle"] for r in memcheck["request"]["launches"]] == ["map", "shared", "zip"]
+    assert [r["puzzle"] for r in racecheck["request"]["launches"]] == ["shared"]
+    assert all(c["timeout_s"] == puzzle_grade.timeout_s() and c["gpu"] for c in calls)
+    seeds = [r["seed"] for r in memcheck["request"]["launches"]]
+    assert len(set(seeds)) == 3 and racecheck["request"]["launches"][0]["seed"] == seeds[1]
+    assert {"kns=map_kernel", "kns=shared_kernel", "kns=zip_kernel"} <= set(memcheck["wrapper"])
+    assert [(v["run"].test, v["run"].seed, v["run"].status, v["racecheck_cleared"]) for v in values] == [
+        ("map", seeds[0], "ok", False), ("shared", seeds[1], "ok", True), ("zip", seeds[2], "ok", False)]
+
+
+@pytest.mark.parametrize("memcheck", [
+    lambda request: _answered(request, summary="========= ERROR SUMMARY: 1 error\n"),
+    lambda request: _answered(request, summary="no summary"),
+    lambda request: _answered(request, status="kernel_error"),   # the context may be lost for the later kernels
+    lambda request: _answered(request, seed=1),                  # not the seeds it was asked for
+    lambda request: ChildResult("ok", {"launches": []}, stdout="========= ERROR SUMMARY: 0 errors\n"),
+    lambda request: ChildResult("timeout", message="ran past 30 s"),
+], ids=["a finding", "no summary", "a kernel error", "other seeds", "answers missing", "timeout"])
+def test_a_memcheck_batch_that_does_not_clear_every_kernel_leaves_each_to_its_test(monkeypatch, tmp_path, memcheck):
+    _batch_children(monkeypatch, tmp_path, lambda tool, request: memcheck(request) if tool == "memcheck" else
+                    _answered(request))
+    values = puzzle_grade.prepare_correctness_together(_batch_calls("map", "shared"))
+    assert all(isinstance(v, puzzle_grade.NotBatched) for v in values), values
+
+
+def test_a_racecheck_batch_with_a_hazard_leaves_racecheck_to_each_test(monkeypatch, tmp_path):
+    _batch_children(monkeypatch, tmp_path, lambda tool, request: _answered(request) if tool == "memcheck" else
+                    _answered(request, summary="========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"))
+    values = puzzle_grade.prepare_correctness_together(_batch_calls("shared", "dot"))
+    assert [v["racecheck_cleared"] for v in values] == [False, False]
+    assert [v["run"].status for v in values] == ["ok", "ok"]
+
+
+def test_no_batch_on_the_simulator_or_without_the_sanitizer(monkeypatch):
+    monkeypatch.setattr(puzzle_grade, "run_child", lambda *a, **k: pytest.fail("a batch child"))
+    monkeypatch.setattr(puzzle_grade, "target", lambda: "sim")
+    assert puzzle_grade.prepare_correctness_together(_batch_calls("map")) == [None]
+    monkeypatch.setattr(puzzle_grade, "target", lambda: "gpu")
+    monkeypatch.setenv("WORKSHOP_SANITIZE", "off")
+    assert puzzle_grade.prepare_correctness_together(_batch_calls("map")) == [None]
+
+
+@pytest.mark.parametrize("cleared", [True, False])
+def test_a_batched_gpu_run_is_checked_by_the_simulator_and_by_racecheck_where_its_batch_did_not_clear(
+        monkeypatch, cleared):
+    kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
+    monkeypatch.setattr(puzzle_grade, "gpu_run", lambda *args: pytest.fail("a GPU run of its own"))
+    raced = []
+    monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: raced.append(args) or "")
+    run = puzzle_grade.GradeResult("matmul", puzzle_grade.Status.OK, cases=3, seed=42, target="gpu")
+    phases: dict[str, float] = {}
+    assert puzzle_grade.checked_gpu_run("matmul", kernel, phases, {"run": run, "racecheck_cleared": cleared}) is run
+    assert raced == ([] if cleared else [("matmul", *puzzle_grade._source(kernel), 42, ("racecheck",))])
+    assert "simulator" in phases and "gpu_run" not in phases
+    (puzzle_id, source), = read_cells(RACY[0]).items()   # the simulator still fails a race
+    racy_kernel = run_cells(source)[catalogue.get(puzzle_id).kernel_name]
+    right = puzzle_grade.GradeResult(puzzle_id, puzzle_grade.Status.OK, cases=3, seed=42, target="gpu")
+    checked = puzzle_grade.checked_gpu_run(puzzle_id, racy_kernel, None, {"run": right, "racecheck_cleared": True})
+    assert checked.status == puzzle_grade.Status.INCORRECT and "numba-cuda's simulator" in checked.message
+
+
+def test_the_child_answers_a_batch_launch_by_launch():
+    """`graders.numba_engine.child.handle` with ``launches``: each request's own answer, in order (the simulator)."""
+    script = (
+        "import json, sys\n"
+        "from graders.numba_engine import child\n"
+        "print(json.dumps(child.handle(json.loads(sys.argv[1]))))\n")
+    requests = [{"puzzle": p, "source": puzzle_grade._source(run_cells(REFERENCE[p])[catalogue.get(p).kernel_name])[0],
+                 "kernel_name": catalogue.get(p).kernel_name, "mode": "hidden", "seed": 3 + i, "target": "sim"}
+                for i, p in enumerate(["map", "shared"])]
+    requests.append(requests[0] | {"source": requests[0]["source"].replace("+ 10", "+ 11")})
+    done = subprocess.run([sys.executable, "-c", script, json.dumps({"launches": requests})], capture_output=True,
+                          text=True, cwd=settings.PACKAGE_ROOT, env=os.environ | {"NUMBA_ENABLE_CUDASIM": "1"},
+                          check=True)
+    answers = json.loads(done.stdout.splitlines()[-1])["launches"]
+    assert [(a["test"], a["seed"], a["status"]) for a in answers] == [
+        ("map", 3, "ok"), ("shared", 4, "ok"), ("map", 3, "incorrect")]
