@@ -74,6 +74,26 @@ def test_the_gpu_run_under_memcheck_grades_and_finds_in_one_child():
     assert "Invalid __global__ write" in finding, (run, finding)
 
 
+def test_a_submissions_puzzles_run_in_one_memcheck_and_one_racecheck_child():
+    """Every reference's GPU run from the submission's batch, racecheck clearing the shared-memory ones; a batch
+    with the far write in it clears none (each puzzle's test then does its own checks)."""
+    from puzzle_cells import REFERENCE, run_cells
+
+    from graders.numba_engine import catalogue
+    from graders.numba_engine import grade as puzzle_grade
+    from graders.numba_engine.kernel_source import SubmittedKernel, kernel_source
+
+    def call(puzzle_id: str, cell: str):
+        return (puzzle_id, SubmittedKernel(*kernel_source(run_cells(cell)[catalogue.get(puzzle_id).kernel_name]))), {}
+    calls = [call(p.id, REFERENCE[p.id]) for p in catalogue.PUZZLES]
+    values = puzzle_grade.prepare_correctness_together(calls)
+    assert all(isinstance(v, dict) and v["run"].status == "ok" and v["run"].target == "gpu" for v in values), values
+    shared = {args[0] for args, _ in calls if "cuda.shared.array" in args[1].source}
+    assert shared and {args[0] for (args, _), v in zip(calls, values) if v["racecheck_cleared"]} == shared
+    values = puzzle_grade.prepare_correctness_together([calls[1], call("map", FAR_WRITE)])
+    assert all(isinstance(v, puzzle_grade.NotBatched) for v in values), values
+
+
 def test_a_clean_puzzle_kernel_is_silent_under_the_sanitizer():
     from puzzle_cells import REFERENCE, run_cells
 
