@@ -364,11 +364,11 @@ def prepare_correctness_together(calls: list[tuple[tuple, dict]]) -> list:
     turn under racecheck; the two children side by side. A puzzle's kernel takes a few hundredths of a second where
     a child of its own starts Python, numba and CUDA first (about a second, with sixteen more at once).
 
-    The memcheck child's runs are kept only where the child finished within the kernels' time limit, answered
-    every one and memcheck counted no error in any: otherwise each call's value is `NotBatched` and its test does
-    its own checks. Racecheck likewise clears all its kernels or none (its test then runs racecheck alone). A value
-    is ``{"run": GradeResult, "racecheck_cleared": bool}``; None elsewhere (on the simulator, or the sanitizer
-    off): each test does its work."""
+    A kernel's run is kept only as `_batch` keeps it (the child finished within the kernels' time limit, memcheck
+    counted no error, no kernel before it failed to run): otherwise its value is `NotBatched` and its test does its
+    own checks. Racecheck clears a kernel only as its batch keeps that kernel's run (else its test runs racecheck
+    alone). A value is ``{"run": GradeResult, "racecheck_cleared": bool}``; None for an untouched stub (its test
+    refuses it unrun) and everywhere on the simulator or with the sanitizer off (each test does its work)."""
     if target() != "gpu" or not settings.sanitize_enabled():
         return [None] * len(calls)
     from graders.cuda_engine import sanitizer   # imported here: see `sanitizer_finding`
@@ -381,17 +381,18 @@ def prepare_correctness_together(calls: list[tuple[tuple, dict]]) -> list:
         except KernelSourceError as exc:
             values[i] = NotBatched(str(exc))
             continue
-        requests[i] = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden",
-                       "seed": hidden_seed(), "target": "gpu"}
+        if not untouched_stub(source, name):   # a stub is refused unrun by its test
+            requests[i] = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden",
+                           "seed": hidden_seed(), "target": "gpu"}
     shared = [i for i, request in requests.items() if "cuda.shared.array" in request["source"]]
     with ThreadPoolExecutor(2, thread_name_prefix="gpu-batch") as pool:
         memchecked = pool.submit(_batch, sanitizer, "memcheck", list(requests.values()))
-        raced = pool.submit(_batch, sanitizer, "racecheck", [requests[i] for i in shared]) if shared else None
-        answers = memchecked.result()
-        racecheck_cleared = raced is not None and raced.result() is not None
-    for i, answer in zip(requests, answers or [None] * len(requests)):
-        values[i] = (NotBatched("the submission's memcheck run did not clear every kernel") if answer is None else
-                     {"run": GradeResult.from_dict(answer), "racecheck_cleared": racecheck_cleared and i in shared})
+        raced = pool.submit(_batch, sanitizer, "racecheck", [requests[i] for i in shared])
+        answers = dict(zip(requests, memchecked.result()))
+        cleared = {i for i, answer in zip(shared, raced.result()) if answer is not None}
+    for i, answer in answers.items():
+        values[i] = (NotBatched("the submission's memcheck run did not give its verdict") if answer is None else
+                     {"run": GradeResult.from_dict(answer), "racecheck_cleared": i in cleared})
     return values
 
 
@@ -405,29 +406,36 @@ def _call_arguments(args: tuple, kwargs: dict) -> tuple[str, object]:
     return bound.arguments["puzzle_id"], bound.arguments["kernel"]
 
 
-# A batch's verdicts that leave its process as it found them: after a kernel error (the CUDA context may be lost)
-# the later kernels' verdicts could be that kernel's doing.
+# A batch's verdicts on kernels that ran, or never started, leaving the process as they found it. After any other
+# (a kernel error: the CUDA context may be lost) the later kernels' verdicts could be that kernel's doing.
 BATCH_CLEAN = frozenset(map(str, (Status.OK, Status.LIMITS, Status.INCORRECT, Status.OOB_WRITE, Status.REFUSED,
                                   Status.COMPILE_ERROR)))
 
 
-def _batch(sanitizer, tool: str, requests: list[dict]) -> list[dict] | None:
-    """The answers of one child that runs ``requests`` in turn under compute-sanitizer's ``tool``, watching each
-    request's kernel, within the kernels' time limit; None unless it finished, answered each with a result on
-    its own puzzle and seed, each a verdict in `BATCH_CLEAN`, and the tool counted no error."""
+def _batch(sanitizer, tool: str, requests: list[dict]) -> list[dict | None]:
+    """For each of ``requests``, its answer from one child that runs them in turn under compute-sanitizer's
+    ``tool``, watching each request's kernel, within the kernels' time limit; or None where the batch does not give
+    its verdict: for every request where the child did not finish, did not answer each request on its puzzle and
+    seed, or the tool counted an error (or printed no summary); for the first request answered with a verdict
+    outside `BATCH_CLEAN`, and every one after it."""
+    unknown: list[dict | None] = [None] * len(requests)
+    if not requests:
+        return unknown
     names = tuple(dict.fromkeys(request["kernel_name"] for request in requests))
     child = run_child("graders.numba_engine.child", {"launches": requests}, timeout_s=timeout_s(), gpu=True,
                       wrapper=sanitizer.tool_wrapper(tool, names), env={"NUMBA_ENABLE_CUDASIM": "0"})
     answers = child.answer.get("launches") if child.ok else None
-    if not isinstance(answers, list) or len(answers) != len(requests):
-        return None
-    if not all(isinstance(a, dict) and (a.get("test"), a.get("seed")) == (r["puzzle"], r["seed"]) and
-               a.get("status") in BATCH_CLEAN for a, r in zip(answers, requests)):
-        return None
+    if not isinstance(answers, list) or len(answers) != len(requests) or not all(
+            isinstance(a, dict) and (a.get("test"), a.get("seed")) == (r["puzzle"], r["seed"])
+            for a, r in zip(answers, requests)):
+        return unknown
     try:
-        return None if sanitizer.findings(tool, child.stdout) else answers
+        if sanitizer.findings(tool, child.stdout):
+            return unknown
     except sanitizer.SanitizerFailed:
-        return None
+        return unknown
+    clean = next((k for k, a in enumerate(answers) if a.get("status") not in BATCH_CLEAN), len(answers))
+    return answers[:clean] + unknown[clean:]
 
 
 @hidden_test(prepare=prepare_correctness, prepare_together=prepare_correctness_together)

@@ -14,7 +14,7 @@ import torch
 from previews import HAVE_GXX, Job, run_all
 
 from graders import tracks
-from graders.cuda_engine import sass
+from graders.cuda_engine import preview, sass
 from graders.cuda_engine.child import verdict
 from graders.cuda_engine.compile import CompileError, compile_cuda
 from graders.cuda_engine.problems import problem
@@ -25,10 +25,13 @@ TRACK = tracks.get("nvfp4")
 SPEC = load_spec("nvfp4")
 KIND = problem("nvfp4_gemv")
 NVFP4 = TRACK.problem_module()
-ORDER = ["naive", "coalesced", "decode", "warp", "smem", "cluster", "registers"]
-CLUSTERED = ("cluster", "registers")
+ORDER = ["naive", "coalesced", "decode", "warp", "smem", "cluster", "registers", "stream"]
+SPLITS = {"cluster": 4, "registers": 4, "stream": 2}   # the clustered steps: blocks (one cluster) sharing a row's K
+CLUSTERED = tuple(SPLITS)
+STAGED = ("smem", "cluster", "registers")   # x staged in shared memory
 WRONG = {p.stem: p for p in TRACK.wrong_solutions()}
-BUGS = {"sign_dropped": "decode", "scale_per_32": "warp", "k_tail_dropped": "smem", "compile_error": "decode"}
+BUGS = {"sign_dropped": "decode", "scale_per_32": "warp", "k_tail_dropped": "smem", "compile_error": "decode",
+        "neighbour_sign": "stream"}
 
 needs_sass_tools = pytest.mark.skipif(sass.find_tool("cuobjdump") is None or sass.find_tool("nvdisasm") is None,
                                       reason="needs cuobjdump and nvdisasm")
@@ -56,22 +59,22 @@ def inputs(shape, seed=0):
 def test_spec_lists_the_journeys_steps_in_order():
     assert list(SPEC.kernels) == ORDER and SPEC.targets == "provisional"
     assert all(k.kind == "nvfp4_gemv" and k.perf_shape == (4096, 32768) for k in SPEC.kernels.values())
-    assert [k.sass_requirements for k in SPEC.kernels.values()] == [()] + [("ldg128",)] * 6
-    assert [k.floor < k.target for k in SPEC.kernels.values()] == [True] * 7
+    assert [k.sass_requirements for k in SPEC.kernels.values()] == [()] + [("ldg128",)] * 7
+    assert [k.floor < k.target for k in SPEC.kernels.values()] == [True] * 8
     for kernel in SPEC.kernels.values():
-        launch = ((4, 1), "sm_90") if kernel.id in CLUSTERED else (None, None)
+        launch = ((SPLITS[kernel.id], 1), "sm_90") if kernel.id in CLUSTERED else (None, None)
         assert (kernel.launch.cluster, kernel.launch.arch) == launch
 
 
-def test_the_grid_splits_k_only_in_the_cluster_step():
-    """TILE_X / 256 blocks share a row group's K: 1 but in the last two steps, whose 4 are one cluster at every
-    shape."""
+def test_the_grid_splits_k_only_in_the_clustered_steps():
+    """TILE_X / 256 blocks share a row group's K: 1 but in the clustered steps, whose 4 (cluster, registers) or 2
+    (stream) are one cluster at every shape."""
     for kernel in SPEC.kernels.values():
         g = kernel.geometry
         for m, k in (*kernel.check_shapes, kernel.perf_shape):
             assert k % 64 == 0
             grid = KIND.grid((m, k), g.tile)
-            assert grid == (4 if kernel.id in CLUSTERED else 1, -(-m // g.tile[1]), 1)
+            assert grid == (SPLITS.get(kernel.id, 1), -(-m // g.tile[1]), 1)
 
 
 def test_check_shapes_show_each_tail():
@@ -274,16 +277,46 @@ def test_reference_sass_shows_what_its_step_teaches(disassembled, kernel_id):
     assert unmet(disassembled, kernel_id, (*KIND.sass_requirements, *kernel.sass_requirements, "no_local")) == []
     text = disassembled[kernel_id][0]
     count = {op: opcodes(text, op) for op in ("LDG.E.128", "LDG.E.U8", "SHFL.BFLY", "BAR.SYNC", "LDS", "LDS.128",
-                                                "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E")}
+                                                "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E", "HADD2.F32", "F2FP.F16.E4M3")}
     assert (count["LDG.E.128"] > 0) == (kernel_id != "naive")        # 16-byte loads from the coalesced step on
     assert (count["LDG.E.U8"] > 0) == (kernel_id in ("naive", "coalesced"))   # scales a byte at a time, per value
     assert (count["SHFL.BFLY"] > 0) == (kernel_id in ("warp", "smem", *CLUSTERED))   # warp reductions
-    assert (count["LDS.128"] > 0) == (kernel_id in ("smem", *CLUSTERED))   # x from shared memory, a float4 at a time
-    # the table: a 32-bit shared load a value (32 a chunk) from the decode step until the registers step
-    assert (count["LDS"] - count["LDS.128"] >= 32) == (kernel_id in ("decode", "warp", "smem", "cluster"))
+    assert (count["LDS.128"] > 0) == (kernel_id in STAGED)   # x from shared memory, a float4 at a time
+    # the table: a 32-bit shared load a value (32 a chunk) from the decode step until the registers step (the stream
+    # step's LDS are its epilogue's, outside its main loop: test_the_stream_steps_sass_decodes_through_fp16)
+    if kernel_id != "stream":
+        assert (count["LDS"] - count["LDS.128"] >= 32) == (kernel_id in ("decode", "warp", "smem", "cluster"))
+    # the stream step's decode: codes and scales through fp16 (cvt.f32.f16, cvt.rn.f16x2.e4m3x2)
+    assert (count["HADD2.F32"] > 0, count["F2FP.F16.E4M3"] > 0) == ((kernel_id == "stream",) * 2)
     # two cluster barriers (arrive and wait each) and loads from the other blocks' shared memory (generic LD)
     assert (count["UCGABAR_ARV"], count["UCGABAR_WAIT"]) == ((2, 2) if kernel_id in CLUSTERED else (0, 0))
     assert (count["LD.E"] > 0) == (kernel_id in CLUSTERED)
+
+
+def main_loop(text: str) -> list[str]:
+    """The opcodes of the SASS loop (a backward branch and the instructions from its target to it) with the most
+    FFMAs: a kernel's main loop."""
+    lines = [(int(a, 16), op) for a, op in re.findall(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+[^;]*);",
+                                                       text, re.MULTILINE)]
+    loops = []
+    for at, op in lines:
+        branch = re.match(r"BRA (?:\S+, )?0x([0-9a-f]+)", op)
+        if branch and int(branch.group(1), 16) < at:
+            loops.append([o.split()[0] for a, o in lines if int(branch.group(1), 16) <= a <= at])
+    return max(loops, key=lambda ops: sum(o == "FFMA" for o in ops))
+
+
+@needs_sass_tools
+def test_the_stream_steps_sass_decodes_through_fp16(disassembled):
+    """Its main loop, a group of 8 rows x 32 codes = 256 values a thread: a cvt.f32.f16 (HADD2.F32) and an FFMA for
+    each value, 4 PRMT a word of 8 codes, the scales through F2FP.F16.E4M3, no load of x or a table from shared
+    memory (one LDS: a row group's partial sums), and under 4 instructions a value."""
+    loop = main_loop(disassembled["stream"][0])
+    count = {op: sum(o == op or o.startswith(op + ".") for o in loop)
+             for op in ("HADD2.F32", "FFMA", "PRMT", "F2FP.F16.E4M3", "LDS", "LDG.E.128")}
+    assert count["HADD2.F32"] >= 256 and count["FFMA"] >= 256 and count["PRMT"] == 128, count
+    assert count["F2FP.F16.E4M3"] > 0 and count["LDG.E.128"] == 8 and count["LDS"] <= 1, count
+    assert len(loop) < 4 * 256, len(loop)
 
 
 @needs_sass_tools
@@ -296,13 +329,19 @@ def test_the_naive_step_misses_the_vectorised_loads_the_later_steps_must_have(di
 
 def unclustered(source: str) -> str:
     """A clustered step's source for one block a row group (run with TILE_X = 256, SPLITS = 1): its cluster barrier a
-    __syncthreads() (which it also is), its rank 0, no remote loads: the CPU preview can run it."""
+    __syncthreads() (which it also is), its rank 0, no remote loads; and the stream step's two helpers that only steer
+    NVRTC's code (an empty asm, a lop3 with LUT 0xE4) their C meaning. The CPU preview can run it: any inline PTX left
+    is in the helpers it emulates (the stream step's fp16 conversions)."""
+    steering = (("unsigned opaque(unsigned v)", "return v;"),
+                ("unsigned bitselect(unsigned a, unsigned b, unsigned mask)", "return (a & mask) | (b & ~mask);"))
     for function, body in (("void cluster_sync()", "__syncthreads();"), ("unsigned cluster_rank()", "return 0;"),
-                           ("float remote_load(const float* p, unsigned rank)", "return 0.0f;")):
+                           ("float remote_load(const float* p, unsigned rank)", "return 0.0f;"), *steering):
         source, found = re.subn(rf"(__device__ __forceinline__ {re.escape(function)}\n\{{\n).*?\n\}}",
                                 rf"\g<1>    {body}\n}}", source, flags=re.DOTALL)
-        assert found == 1, function
-    assert "asm" not in source
+        assert found == 1 or (found == 0 and (function, body) in steering), function
+    with_asm = {re.search(r"(\w+)\(", part[part.index("__device__"):]).group(1)
+                for part in source.split("\n}\n") if re.search(r"\basm\s*(volatile\s*)?\(", part)}
+    assert with_asm <= set(preview.EMULATED_PTX), with_asm
     return source
 
 
@@ -310,27 +349,32 @@ def unclustered(source: str) -> str:
 def previews(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("unclustered")
     jobs = {kid: Job(k, k.reference) for kid, k in SPEC.kernels.items()}
-    jobs |= {name: Job(SPEC.kernel(BUGS[name]), WRONG[name]) for name in BUGS if name != "compile_error"}
-    for kid in CLUSTERED:
-        (folder / f"{kid}.cu").write_text(unclustered(SPEC.kernel(kid).reference.read_text()))
-        jobs[f"{kid} unclustered"] = Job(SPEC.kernel(kid), folder / f"{kid}.cu", make_geometry((256, 1), (256, 16)))
+    jobs |= {name: Job(SPEC.kernel(kid), WRONG[name]) for name, kid in BUGS.items()
+             if name != "compile_error" and kid not in CLUSTERED}
+    for name, source in [(kid, SPEC.kernel(kid).reference) for kid in CLUSTERED] + [
+            (name, WRONG[name]) for name, kid in BUGS.items() if kid in CLUSTERED]:
+        kernel = SPEC.kernel(BUGS.get(name, name))
+        (folder / f"{name}.cu").write_text(unclustered(source.read_text()))
+        jobs[f"{name} unclustered"] = Job(kernel, folder / f"{name}.cu", make_geometry(kernel.geometry.block, (256, 16)))
     return run_all(jobs)
 
 
 @pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
 def test_the_cpu_preview_runs_every_step_but_the_clustered_ones(previews):
-    for kid in ORDER[:-2]:
-        assert previews[kid].verdict == "correct", previews[kid].line
+    for kid in ORDER:
+        if kid not in CLUSTERED:
+            assert previews[kid].verdict == "correct", previews[kid].line
     for kid in CLUSTERED:
         found = previews[kid]
         assert (found.verdict, found.finding) == ("cannot_run", "unsupported")
-        assert "inline PTX (`barrier.cluster.arrive.release.aligned` in cluster_sync)" in found.line
+        assert "inline PTX (`barrier.cluster.arrive.release.aligned` in cluster_sync)" in found.line, found.line
 
 
 @pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
 def test_the_clustered_steps_with_one_block_a_row_group_are_correct_in_the_cpu_preview(previews):
     """Everything but the split and the distributed shared memory: the staging, the decode (the registers step's
-    without a table, x times 2^63), the block scales, the partials through shared memory, the tensor scale."""
+    without a table, x times 2^63; the stream step's through fp16 bytes, its clamped loads and shuffles), the block
+    scales, the partials through shared memory, the tensor scale."""
     for kid in CLUSTERED:
         found = previews[f"{kid} unclustered"]
         assert found.verdict == "correct" and len(found.shapes) == 3, found.line
@@ -338,7 +382,7 @@ def test_the_clustered_steps_with_one_block_a_row_group_are_correct_in_the_cpu_p
 
 @pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++")
 def test_the_cpu_preview_finds_each_known_wrong_solution_wrong_at_one_row_of_64(previews):
-    for name in ("sign_dropped", "scale_per_32", "k_tail_dropped"):
+    for name in ("sign_dropped", "scale_per_32", "k_tail_dropped", "neighbour_sign unclustered"):
         found = previews[name]
         assert (found.verdict, found.finding, found.shape) == ("wrong", "incorrect", (1, 64)), found.line
         assert "1 of 1 values of y wrong; first y[0]: " in found.line
@@ -352,6 +396,61 @@ def test_the_registers_steps_decode_is_every_codes_value():
         assert _bits(shifted & 0x81C00000) * 2.0 ** 126 == NVFP4.E2M1[code]
     source = SPEC.kernel("registers").reference.read_text()
     assert "__int_as_float(((int)top >> 6) & (int)0x81C00000)" in source and "tensor_scale[0] * 0x1p63f" in source
+
+
+def fp16_value(bits: int) -> float:
+    return struct.unpack("<e", struct.pack("<H", bits))[0]
+
+
+def byte_perm(x: int, y: int, selector: int) -> int:
+    """__byte_perm(x, y, selector): result byte i is byte (selector nibble i) of the 8 bytes y:x (x the low four)."""
+    pool = (y << 32 | x).to_bytes(8, "little")
+    return int.from_bytes(bytes(pool[(selector >> 4 * i) & 7] for i in range(4)), "little")
+
+
+def stream_decode(w: int, sign_shift: int = 4) -> list[float]:
+    """The stream step's decode of a word of 8 codes, an integer instruction at a time: each code as the high byte of
+    an fp16 (its value times 2^-14), the codes in order. ``sign_shift`` 0 is the neighbour_sign solution's bug."""
+    mask, full = 0x0E0E0E0E, 0xFFFFFFFF
+    s = w & 0x88888888
+    odd = ((w >> 3) & mask) | (s & ~mask & full)
+    even = ((w << 1) & mask) | ((s << sign_shift) & ~mask & full)
+    halves = {}
+    for name, word in (("even", even), ("odd", odd)):
+        for selector, codes in ((0x1404, (0, 2)), (0x3424, (4, 6))):
+            pair = byte_perm(word, 0, selector)
+            for half, code in zip((pair & 0xFFFF, pair >> 16), codes):
+                halves[code + (name == "odd")] = fp16_value(half)
+    return [halves[n] for n in range(8)]
+
+
+def test_the_stream_steps_decode_is_every_codes_value_in_every_place():
+    """Every byte value in each byte of a word (the other bytes 0x00, 0xFF or 0x5A), each code its value times
+    2^-14 as an fp16 (code 1 the subnormal 2^-15), the sign of -0 kept; the sign word unshifted for the even codes
+    (the neighbour_sign solution) gives the even code its odd neighbour's sign."""
+    for place in range(4):
+        for fill in (0x00, 0xFF, 0x5A):
+            for byte in range(256):
+                w = int.from_bytes(bytes(byte if b == place else fill for b in range(4)), "little")
+                codes = [(w >> 4 * n) & 15 for n in range(8)]
+                found = stream_decode(w)
+                for code, value in zip(codes, found):
+                    assert value * 2.0 ** 14 == NVFP4.E2M1[code], (hex(w), code, value)
+                    assert math.copysign(1, value) == math.copysign(1, NVFP4.E2M1[code]), (hex(w), code)
+    # byte 0xF1: code 0 is 1 (0.5), code 1 is 15 (-6); unshifted, code 0 takes code 1's sign
+    assert stream_decode(0xF1, sign_shift=0)[0] * 2.0 ** 14 == -0.5 and stream_decode(0xF1)[0] * 2.0 ** 14 == 0.5
+    source = SPEC.kernel("stream").reference.read_text()
+    assert "bitselect(w << 1, s << 4, 0x0E0E0E0Eu)" in source and "bitselect(w >> 3, s, 0x0E0E0E0Eu)" in source
+    assert "__byte_perm(even, 0u, 0x1404)" in source and "__byte_perm(odd, 0u, 0x3424)" in source
+    assert "tensor_scale[0] * 0x1p14f" in source
+    assert "bitselect(w << 1, s, 0x0E0E0E0Eu)" in WRONG["neighbour_sign"].read_text()
+
+
+def test_every_finite_e4m3_scale_is_an_fp16():
+    """The stream step's scales: cvt.rn.f16x2.e4m3x2 then cvt.f32.f16 is exact for every finite e4m3 byte."""
+    e4m3 = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn)
+    finite = ~torch.isnan(e4m3.float())
+    assert torch.equal(e4m3.half().double()[finite], NVFP4.e4m3(torch.arange(256, dtype=torch.uint8))[finite])
 
 
 # ---- the Blackwell part -------------------------------------------------------------------------------------------

@@ -511,6 +511,30 @@ def test_a_memcheck_batch_that_does_not_clear_every_kernel_leaves_each_to_its_te
     assert all(isinstance(v, puzzle_grade.NotBatched) for v in values), values
 
 
+def test_after_a_kernel_error_in_a_batch_the_later_kernels_are_left_to_their_tests(monkeypatch, tmp_path):
+    """A kernel error may lose the CUDA context: the kernels before it keep their batched runs, it and those after
+    it are each run again by their tests."""
+    def memcheck(request):
+        answered = _answered(request)
+        answered.answer["launches"][1]["status"] = "kernel_error"
+        return answered
+    _batch_children(monkeypatch, tmp_path, lambda tool, request: memcheck(request) if tool == "memcheck" else
+                    _answered(request))
+    values = puzzle_grade.prepare_correctness_together(_batch_calls("map", "zip", "guard"))
+    assert values[0]["run"].status == "ok"
+    assert all(isinstance(v, puzzle_grade.NotBatched) for v in values[1:]), values
+
+
+def test_an_untouched_stub_stays_out_of_the_batch(monkeypatch, tmp_path):
+    """A submission half done batches its written kernels; its stubs are refused unrun by their tests."""
+    calls = _batch_children(monkeypatch, tmp_path, lambda tool, request: _answered(request))
+    stub = "@cuda.jit\ndef zip_kernel(out, a, b, size):\n    i = cuda.threadIdx.x\n    raise NotImplementedError\n"
+    values = puzzle_grade.prepare_correctness_together(
+        _batch_calls("map") + [(("zip", puzzle_grade.SubmittedKernel(stub, "zip_kernel")), {})])
+    assert values[0]["run"].status == "ok" and values[1] is None
+    assert [r["puzzle"] for r in calls[0]["request"]["launches"]] == ["map"]
+
+
 def test_a_racecheck_batch_with_a_hazard_leaves_racecheck_to_each_test(monkeypatch, tmp_path):
     _batch_children(monkeypatch, tmp_path, lambda tool, request: _answered(request) if tool == "memcheck" else
                     _answered(request, summary="========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"))
