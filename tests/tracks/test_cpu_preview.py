@@ -23,9 +23,9 @@ pytestmark = pytest.mark.skipif(not HAVE_GXX, reason="the CPU preview needs g++"
 
 # the debugging track's cells run no preview: its bugs show only at shapes past the preview's, to the GPU's tools;
 # the Hopper and CUTLASS tracks' kernels are wgmma and TMA, which the emulation lacks (tests/tracks/test_hopper.py:
-# its "?"; the CUTLASS kernels' dynamic shared memory alone makes it "?"); the
-# NVFP4 track's last step is a cluster's (tests/tracks/test_nvfp4.py previews the others); the serving track's
-# references and known-wrong solutions are previewed in tests/tracks/test_serving.py
+# its "?"; the CUTLASS kernels' dynamic shared memory alone makes it "?"); the NVFP4 track's last three steps are a
+# cluster's (tests/tracks/test_nvfp4.py previews the others, and those with their cluster helpers replaced); the
+# serving track's references and known-wrong solutions are previewed in tests/tracks/test_serving.py
 CUDA_TRACKS = [t for t in tracks.all_tracks()
                if t.engine == "cuda" and t.name not in ("debugging", "hopper", "cutlass", "nvfp4", "serving")]
 FINDINGS = {   # track/solution: what the preview finds at the check cell's shapes

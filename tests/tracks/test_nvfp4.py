@@ -355,7 +355,8 @@ def previews(tmp_path_factory) -> dict:
             (name, WRONG[name]) for name, kid in BUGS.items() if kid in CLUSTERED]:
         kernel = SPEC.kernel(BUGS.get(name, name))
         (folder / f"{name}.cu").write_text(unclustered(source.read_text()))
-        jobs[f"{name} unclustered"] = Job(kernel, folder / f"{name}.cu", make_geometry(kernel.geometry.block, (256, 16)))
+        geometry = make_geometry(kernel.geometry.block, (256, 16))
+        jobs[f"{name} unclustered"] = Job(kernel, folder / f"{name}.cu", geometry)
     return run_all(jobs)
 
 
