@@ -177,10 +177,11 @@ def hidden_test(function: Callable | None = None, *, alone: bool = False, prepar
     ``prepare`` (called with the test's arguments) does work the test needs that times nothing: the trusted grader
     runs the preparations of a submission's timed tests side by side before the first of them (an untimed test's
     from the grading's start, the test waiting for them), and hands each test what its preparation returned
-    (`prepared`; None: the test does that work itself); a preparation that raises leaves that work to the test. ``prepare_together`` (beside ``prepare``), called once with the list of all of a submission's calls of
-    the test (each its arguments and keywords), returns for each call, in order, what ``prepare`` would return or
-    the exception it would raise: work that costs less for them all at once; where it raises, the trusted grader
-    runs ``prepare`` for each call instead."""
+    (`prepared`; None: the test does that work itself); a preparation that raises leaves that work to the test.
+    ``prepare_together`` (beside ``prepare``), called once with the list of all of a submission's calls of the test
+    (each its arguments and keywords), returns for each call, in order, what ``prepare`` would return or the
+    exception it would raise: work that costs less for them all at once; where it raises, the trusted grader runs
+    ``prepare`` for each call instead."""
     if function is None:
         return functools.partial(hidden_test, alone=alone, prepare=prepare, prepare_together=prepare_together)
     if prepare_together is not None and prepare is None:

@@ -351,7 +351,8 @@ def test_memchecks_finding_fails_the_gpu_run_it_watched_right_or_not(monkeypatch
     memcheck stopped fails with the driver's error, less useful than where it wrote); racecheck is not read."""
     kernel = run_cells(REFERENCE["matmul"])["matmul_kernel"]
     _gpu_run_taken_as(monkeypatch, puzzle_grade.GradeResult("matmul", status, cases=3, seed=1, target="gpu"),
-                      memcheck="compute-sanitizer --tool memcheck found 2 error(s); the first: Invalid __global__ write")
+                      memcheck="compute-sanitizer --tool memcheck found 2 error(s); the first: Invalid __global__ "
+                               "write")
     monkeypatch.setattr(puzzle_grade, "sanitizer_finding", lambda *args: pytest.fail("racecheck's outcome read"))
     monkeypatch.setenv("WORKSHOP_SEED", "5")
     checked = puzzle_grade.checked_gpu_run("matmul", kernel)
@@ -378,7 +379,8 @@ def _fake_sanitizer(monkeypatch, tmp_path) -> Path:
 def test_the_gpu_run_is_one_child_under_memcheck_on_the_checks_seed(monkeypatch, tmp_path):
     tool = _fake_sanitizer(monkeypatch, tmp_path)
     answer = puzzle_grade.GradeResult("map", puzzle_grade.Status.OK, cases=4, seed=9, hidden=True, target="gpu")
-    calls = _child_answering(monkeypatch, ChildResult("ok", answer.as_dict(), stdout="========= ERROR SUMMARY: 0 errors\n"))
+    calls = _child_answering(monkeypatch, ChildResult("ok", answer.as_dict(),
+                                                      stdout="========= ERROR SUMMARY: 0 errors\n"))
     monkeypatch.setattr(puzzle_grade, "run_source", lambda *args: pytest.fail("a second GPU run"))
     run, finding = puzzle_grade.gpu_run("map", "source", "map_kernel", 9)
     assert (run, finding) == (answer, "")
@@ -537,7 +539,8 @@ def test_an_untouched_stub_stays_out_of_the_batch(monkeypatch, tmp_path):
 
 def test_a_racecheck_batch_with_a_hazard_leaves_racecheck_to_each_test(monkeypatch, tmp_path):
     _batch_children(monkeypatch, tmp_path, lambda tool, request: _answered(request) if tool == "memcheck" else
-                    _answered(request, summary="========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n"))
+                    _answered(request, summary="========= RACECHECK SUMMARY: 1 hazard displayed (1 error, "
+                                                       "0 warnings)\n"))
     values = puzzle_grade.prepare_correctness_together(_batch_calls("shared", "dot"))
     assert [v["racecheck_cleared"] for v in values] == [False, False]
     assert [v["run"].status for v in values] == ["ok", "ok"]
