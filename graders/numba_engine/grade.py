@@ -196,18 +196,27 @@ def run_source(puzzle_id: str, source: str, name: str, mode: str, on: str) -> Gr
         running.done.set()
 
 
+def _request(puzzle_id: str, source: str, name: str, seed: int, mode: str = "hidden", on: str = "gpu") -> dict:
+    """The grading child's request (`graders.numba_engine.child`) for kernel ``name`` of ``source``."""
+    return {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": mode, "seed": seed, "target": on}
+
+
 def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
                seed: int | None = None) -> GradeResult:
     """The kernel graded in a fresh child, on the inputs of ``seed`` (None: a fresh `hidden_seed`)."""
     puzzle = catalogue.get(puzzle_id)
-    seed = hidden_seed() if seed is None else seed
-    request = {"puzzle": puzzle.id, "source": source, "kernel_name": name, "mode": mode, "seed": seed,
-               "target": on}
+    request = _request(puzzle.id, source, name, hidden_seed() if seed is None else seed, mode, on)
     child = run_child_unstarved(
         "graders.numba_engine.child", request, timeout_s=timeout_s(),
         memory_bytes=SIM_MEMORY_BYTES if on == "sim" else None,
         env={"NUMBA_ENABLE_CUDASIM": "1" if on == "sim" else "0"}, gpu=on == "gpu", forked=on == "sim",
     )
+    return _child_result(request, child)
+
+
+def _child_result(request: dict, child) -> GradeResult:
+    """What a grading child (a `graders.sandbox.run.ChildResult`) answered ``request``: its result, or its outcome
+    where it gave none (timed out, crashed: its status; its handler raised: a grader error)."""
     rerun = {"rerun": child.rerun} if child.rerun else {}   # the run that gave this result was a second one
     if child.ok and "error" not in child.answer:
         result = GradeResult.from_dict(child.answer)
@@ -216,7 +225,8 @@ def _run_child(puzzle_id: str, source: str, name: str, mode: str, on: str,
         status, message = Status.GRADER_ERROR, child.answer["error"]
     else:
         status, message = Status(child.status), child.message
-    return GradeResult(puzzle.id, status, message, hidden=mode == "hidden", seed=seed, target=on, details=rerun)
+    return GradeResult(request["puzzle"], status, message, hidden=request["mode"] == "hidden", seed=request["seed"],
+                       target=request["target"], details=rerun)
 
 
 def _limits_run(puzzle_id: str, kernel, mode: str) -> GradeResult:
@@ -275,8 +285,8 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
                  not (batched and batched["racecheck_cleared"]))
     watch = ChildWatch()   # racecheck's run, killed once the GPU run is wrong: a hang's took minutes
     with ThreadPoolExecutor(2, thread_name_prefix="gpu-checks") as pool:
-        running = (pool.submit(lambda: (batched["run"], "")) if batched else
-                   pool.submit(_timed_call, phases, "gpu_run", gpu_run, puzzle_id, source, name, seed))
+        running = None if batched else pool.submit(_timed_call, phases, "gpu_run", gpu_run, puzzle_id, source, name,
+                                                   seed)
         raced = (pool.submit(_timed_call, phases, "sanitizer", _watched, watch, sanitizer_finding, puzzle_id, source,
                              name, seed, ("racecheck",)) if racecheck else None)
         sim_error: Exception | None = None
@@ -284,7 +294,7 @@ def checked_gpu_run(puzzle_id: str, kernel, phases: dict[str, float] | None = No
             sim = _timed_call(phases, "simulator", _limits_run, puzzle_id, kernel, "hidden")
         except Exception as exc:   # read only once the GPU run is right (above)
             sim_error = exc
-        run, memcheck = running.result()
+        run, memcheck = running.result() if running else (batched["run"], "")
         if run.status not in CORRECT or memcheck or sim_error is not None or sim.status in SIMULATOR_FAILURES:
             watch.abandon()   # racecheck's outcome will not be read
         if memcheck:
@@ -313,22 +323,19 @@ def gpu_run(puzzle_id: str, source: str, name: str, seed: int) -> tuple[GradeRes
     if not settings.sanitize_enabled():
         return run_source(puzzle_id, source, name, "hidden", "gpu"), ""
     from graders.cuda_engine import sanitizer   # imported here: see `sanitizer_finding`
-    request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
-               "target": "gpu"}
+    request = _request(puzzle_id, source, name, seed)
     child = run_child_unstarved("graders.numba_engine.child", request, timeout_s=timeout_s(), gpu=True,
                                 wrapper=sanitizer.tool_wrapper("memcheck", name), env={"NUMBA_ENABLE_CUDASIM": "0"})
-    rerun = {"rerun": child.rerun} if child.rerun else {}   # the run that gave this result was a second one
     if child.status == Status.TIMEOUT:
-        return GradeResult(puzzle_id, Status.TIMEOUT, f"{child.message} (under compute-sanitizer's memcheck)",
-                           hidden=True, seed=seed, target="gpu", details=rerun), ""
-    if child.ok and "error" not in child.answer:
+        result = _child_result(request, child)
+        return dataclasses.replace(result, message=f"{result.message} (under compute-sanitizer's memcheck)"), ""
+    if child.ok and "error" not in child.answer:   # a result of its own, with the tool's report
         try:
             finding = sanitizer.findings("memcheck", child.stdout)
         except sanitizer.SanitizerFailed:
             pass
         else:
-            result = GradeResult.from_dict(child.answer)
-            return dataclasses.replace(result, details=result.details | rerun), finding
+            return _child_result(request, child), finding
     run = run_source(puzzle_id, source, name, "hidden", "gpu")
     return run, sanitizer_finding(puzzle_id, source, name, seed, ("memcheck",)) if run.status in CORRECT else ""
 
@@ -342,8 +349,7 @@ def sanitizer_finding(puzzle_id: str, source: str, name: str, seed: int,
     # imported here: it imports cuda.core (a second), and every puzzles notebook's kernel cell imports this module
     from graders.cuda_engine import sanitizer
     tools = tuple(t for t in tools if t != "racecheck" or "cuda.shared.array" in source)
-    request = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden", "seed": seed,
-               "target": "gpu"}
+    request = _request(puzzle_id, source, name, seed)
     def finding(tool: str) -> str:
         return sanitizer.run_tool(tool, "graders.numba_engine.child", request, {"NUMBA_ENABLE_CUDASIM": "0"})
     contexts = [contextvars.copy_context() for _ in tools]   # each tool's thread in this one's (`watching`)
@@ -382,8 +388,7 @@ def prepare_correctness_together(calls: list[tuple[tuple, dict]]) -> list:
             values[i] = NotBatched(str(exc))
             continue
         if not untouched_stub(source, name):   # a stub is refused unrun by its test
-            requests[i] = {"puzzle": puzzle_id, "source": source, "kernel_name": name, "mode": "hidden",
-                           "seed": hidden_seed(), "target": "gpu"}
+            requests[i] = _request(puzzle_id, source, name, hidden_seed())
     shared = [i for i, request in requests.items() if "cuda.shared.array" in request["source"]]
     with ThreadPoolExecutor(2, thread_name_prefix="gpu-batch") as pool:
         memchecked = pool.submit(_batch, sanitizer, "memcheck", list(requests.values()))
